@@ -1,0 +1,72 @@
+"""Entry point of the ``hermes`` command.
+
+Each command group is a module of this package exposing ``configure(parser)`` and
+``run(args) -> int``. Modules keep their top level light (argparse only), so ``hermes --help`` and
+``hermes --version`` stay well under 0.1 s of CPU; the agent, the openai client and ruamel.yaml are
+imported inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from hermes import __version__
+
+#: (command, module under hermes.cli, one-line help)
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("chat", "chat", "talk with the agent (interactive, or one question with -q)"),
+    ("setup", "setup", "configure the model endpoint and optional API keys"),
+    ("config", "config", "show, get or set configuration values"),
+    ("tools", "tools", "list tools and enable or disable toolsets"),
+    ("sessions", "sessions", "list, show, export or delete stored sessions"),
+    ("batch", "batch", "run many prompts with sampled toolsets and save trajectories"),
+)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from hermes.cli.common import add_model_flags
+
+    parser = argparse.ArgumentParser(
+        prog="hermes",
+        description="hermes — an agent runtime for tool-using LLMs.",
+        epilog="Run 'hermes COMMAND --help' for a command's options. Docs: docs/cli.md",
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"hermes {__version__}")
+    parser.add_argument(
+        "-z", dest="oneshot", metavar="PROMPT",
+        help="one-shot: answer PROMPT non-interactively and print the final answer",
+    )
+    add_model_flags(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module, help_text in COMMANDS:
+        sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
+        mod = importlib.import_module(f"hermes.cli.{module}")
+        mod.configure(sp)
+        sp.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    from hermes.cli.common import run_command
+
+    if args.oneshot is not None:
+        if args.command:
+            parser.error("-z cannot be combined with a command")
+        return run_command("chat", args)
+    if not args.command:
+        return run_command("chat", args)
+    return run_command(args._module, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

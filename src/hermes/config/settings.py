@@ -1,0 +1,214 @@
+"""Typed views over config.yaml, .env and the process environment.
+
+:class:`Settings` is what the rest of the program reads; it is built once per command from the
+three sources and the command-line overrides. Only this module knows the raw key names of the model
+and agent sections (documented in docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.config.dotenv import Environment
+from hermes.config.paths import HermesPaths
+from hermes.config.yamlfile import ConfigFile
+from hermes.errors import ConfigError, ModelNotConfigured
+
+
+@dataclass(frozen=True)
+class ProviderPreset:
+    """A named model provider: where it listens and which variable holds its key."""
+
+    name: str
+    base_url: str
+    key_env: str | None
+    label: str
+
+
+PROVIDERS: dict[str, ProviderPreset] = {
+    p.name: p
+    for p in (
+        ProviderPreset("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OpenRouter"),
+        ProviderPreset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "OpenAI"),
+        ProviderPreset(
+            "nous", "https://inference-api.nousresearch.com/v1", "NOUS_API_KEY", "Nous Portal"
+        ),
+        ProviderPreset("ollama", "http://127.0.0.1:11434/v1", None, "Ollama (local)"),
+        ProviderPreset("vllm", "http://127.0.0.1:8000/v1", None, "vLLM (local)"),
+        ProviderPreset("llamacpp", "http://127.0.0.1:8080/v1", None, "llama.cpp server (local)"),
+        ProviderPreset("custom", "", "OPENAI_API_KEY", "Any OpenAI-compatible endpoint"),
+    )
+}
+
+DEFAULT_MAX_ITERATIONS = 30
+DEFAULT_MAX_PARALLEL_TOOLS = 4
+DEFAULT_RESULT_BUDGET = 50_000
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The model endpoint a session talks to."""
+
+    provider: str
+    base_url: str
+    model: str
+    api_key: str | None
+    api_key_source: str
+    timeout: float = 120.0
+    max_retries: int = 3
+    temperature: float | None = None
+
+    def describe(self) -> str:
+        return f"{self.model} at {self.base_url} (provider {self.provider})"
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS
+    result_budget: int = DEFAULT_RESULT_BUDGET
+    disabled_toolsets: tuple[str, ...] = ()
+    system_prompt: str | None = None
+
+
+@dataclass
+class Overrides:
+    """Command-line flags that win over the config file."""
+
+    base_url: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    toolsets: list[str] | None = None
+    max_iterations: int | None = None
+
+
+@dataclass
+class Settings:
+    paths: HermesPaths
+    config: ConfigFile
+    env: Environment
+    overrides: Overrides = field(default_factory=Overrides)
+
+    @classmethod
+    def load(cls, paths: HermesPaths | None = None, overrides: Overrides | None = None) -> Settings:
+        paths = paths or HermesPaths.current()
+        return cls(paths, ConfigFile.load(paths.config), Environment.load(paths.env), overrides or Overrides())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.config.get(key, default)
+
+    # -- model ---------------------------------------------------------------------------------
+    def model(self) -> ModelSettings:
+        """Resolve the model endpoint: flags, then config.yaml, then OPENAI_* environment variables.
+
+        Raises :class:`ModelNotConfigured` naming the keys to set when nothing points anywhere.
+        """
+        cfg = self.config
+        ov = self.overrides
+        env = self.env
+        provider_name = ov.provider or _str(cfg.get("model.provider"))
+        preset = PROVIDERS.get(provider_name) if provider_name else None
+        if provider_name and preset is None:
+            known = ", ".join(sorted(PROVIDERS))
+            raise ConfigError(f"unknown model.provider {provider_name!r}; known providers: {known}")
+
+        base_url = ov.base_url or _str(cfg.get("model.base_url")) or (preset.base_url if preset else None)
+        if not base_url:
+            base_url = env.get("OPENAI_BASE_URL")
+        model_name = ov.model or _str(cfg.get("model.name")) or env.get("HERMES_MODEL") or env.get(
+            "OPENAI_MODEL"
+        )
+
+        key_env = _str(cfg.get("model.api_key_env")) or (preset.key_env if preset else None) or "OPENAI_API_KEY"
+        literal_key = _str(cfg.get("model.api_key"))
+        api_key = literal_key or env.get(key_env)
+        key_source = "model.api_key" if literal_key else (f"{key_env} ({env.source(key_env)})" if api_key else "none")
+
+        if not base_url:
+            raise ModelNotConfigured(
+                "no model endpoint is configured. Set model.base_url and model.name in "
+                f"{self.paths.config} (or run 'hermes setup'), pass --base-url/--model, "
+                "or export OPENAI_BASE_URL and OPENAI_API_KEY."
+            )
+        if not model_name:
+            raise ModelNotConfigured(
+                f"no model name is configured for {base_url}. Set model.name in {self.paths.config} "
+                "(hermes config set model.name NAME), pass --model, or export HERMES_MODEL."
+            )
+        return ModelSettings(
+            provider=provider_name or ("custom" if not preset else preset.name),
+            base_url=base_url.rstrip("/"),
+            model=model_name,
+            api_key=api_key,
+            api_key_source=key_source,
+            timeout=_float(cfg.get("model.timeout"), 120.0, "model.timeout"),
+            max_retries=_int(cfg.get("model.max_retries"), 3, "model.max_retries"),
+            temperature=_opt_float(cfg.get("model.temperature"), "model.temperature"),
+        )
+
+    # -- agent ---------------------------------------------------------------------------------
+    def agent(self) -> AgentSettings:
+        cfg = self.config
+        disabled = cfg.get("agent.disabled_toolsets") or []
+        if not isinstance(disabled, list):
+            raise ConfigError("agent.disabled_toolsets must be a list of toolset names")
+        max_iter = self.overrides.max_iterations or _int(
+            cfg.get("agent.max_iterations"), DEFAULT_MAX_ITERATIONS, "agent.max_iterations"
+        )
+        return AgentSettings(
+            max_iterations=max(1, max_iter),
+            max_parallel_tools=max(
+                1, _int(cfg.get("agent.max_parallel_tools"), DEFAULT_MAX_PARALLEL_TOOLS, "agent.max_parallel_tools")
+            ),
+            result_budget=max(
+                1000, _int(cfg.get("agent.tool_result_budget"), DEFAULT_RESULT_BUDGET, "agent.tool_result_budget")
+            ),
+            disabled_toolsets=tuple(str(x) for x in disabled),
+            system_prompt=_str(cfg.get("agent.system_prompt")),
+        )
+
+    def requested_toolsets(self) -> list[str] | None:
+        """Toolsets chosen by ``--toolsets`` or the ``toolsets:`` config key, or None for the default."""
+        if self.overrides.toolsets:
+            return list(self.overrides.toolsets)
+        value = self.config.get("toolsets")
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, list):
+            raise ConfigError("toolsets must be a list of toolset names")
+        return [str(v) for v in value]
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _int(value: Any, default: int, key: str) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ConfigError(f"{key} must be an integer, got {value!r}")
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer, got {value!r}") from None
+
+
+def _float(value: Any, default: float, key: str) -> float:
+    result = _opt_float(value, key)
+    return default if result is None else result
+
+
+def _opt_float(value: Any, key: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be a number, got {value!r}") from None

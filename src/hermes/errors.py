@@ -1,0 +1,91 @@
+"""The one exception tree of hermes.
+
+Every error the program raises on purpose derives from :class:`HermesError`::
+
+    HermesError
+    ├── ConfigError                 bad or missing configuration (names the key)
+    │   └── ModelNotConfigured      no model endpoint to talk to
+    ├── SelectionError              a tool category routed to a backend that cannot run (GW-3 wording)
+    ├── GatewayError                the Tool Gateway refused or failed (entitlement, expiry, HTTP)
+    ├── ApprovalDenied              a dangerous command was not approved
+    ├── ToolError                   a tool could not do its job; dispatch turns it into {"error": ...}
+    │   └── ToolArgumentError       the model sent arguments that do not fit the schema
+    ├── ModelError                  the model endpoint failed after retries
+    │   └── ModelUnreachable        the endpoint could not be reached at all
+    ├── StoreError                  the SQLite store failed
+    │   └── SessionNotFound         no stored session with that id
+    └── TurnInterrupted             the person pressed Ctrl-C; the session is kept
+
+Tool failures become ``{"error": ...}`` in exactly one place: ``ToolRegistry.dispatch``.
+"""
+
+from __future__ import annotations
+
+
+class HermesError(Exception):
+    """Base of every error hermes raises on purpose."""
+
+
+class ConfigError(HermesError):
+    """The configuration is missing, malformed or inconsistent."""
+
+
+class ModelNotConfigured(ConfigError):
+    """No model endpoint is configured."""
+
+
+class SelectionError(HermesError):
+    """A tool category is routed to a backend that cannot serve it (see SPEC GW-3)."""
+
+
+class GatewayError(HermesError):
+    """The Tool Gateway refused the request or failed."""
+
+
+class ApprovalDenied(HermesError):
+    """A dangerous command was not approved by the person (or the surface has nobody to ask)."""
+
+
+class ToolError(HermesError):
+    """A tool could not do its job. The message is shown to the model as ``{"error": message}``."""
+
+
+class ToolArgumentError(ToolError):
+    """The arguments a model sent do not fit the tool's schema."""
+
+
+class ModelError(HermesError):
+    """The model endpoint answered with an error after all retries."""
+
+
+class ModelUnreachable(ModelError):
+    """The model endpoint could not be reached."""
+
+
+class StoreError(HermesError):
+    """The SQLite store failed."""
+
+
+class SessionNotFound(StoreError):
+    """No stored session has that id."""
+
+
+class TurnInterrupted(HermesError):
+    """The current turn was interrupted (Ctrl-C); the session and its history are kept."""
+
+
+__all__ = [
+    "ApprovalDenied",
+    "ConfigError",
+    "GatewayError",
+    "HermesError",
+    "ModelError",
+    "ModelNotConfigured",
+    "ModelUnreachable",
+    "SelectionError",
+    "SessionNotFound",
+    "StoreError",
+    "ToolArgumentError",
+    "ToolError",
+    "TurnInterrupted",
+]

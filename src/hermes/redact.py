@@ -1,0 +1,47 @@
+"""Keeping secrets out of tool output and logs.
+
+Any value of an environment variable whose name looks like it holds a secret (``*_KEY``, ``*_TOKEN``,
+``*_SECRET``, ``*PASSWORD*``) is replaced by a short mask wherever it would otherwise be shown, and
+common key shapes (``sk-...``, ``Bearer ...``) are masked even when their value is unknown.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:$|_)", re.IGNORECASE)
+_SHAPES = re.compile(
+    r"(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{12,}"
+    r"|\b(?:sk|rk|pk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9]{16,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
+    r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|\bAKIA[0-9A-Z]{16}\b"
+)
+MASK = "***REDACTED***"
+_MIN_SECRET_LEN = 8
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
+    """Values worth masking: long enough to be unambiguous, longest first."""
+    source = os.environ if env is None else env
+    values = {v for k, v in source.items() if v and len(v) >= _MIN_SECRET_LEN and is_secret_name(k)}
+    values.update(v for v in extra if v and len(v) >= _MIN_SECRET_LEN)
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Mask the given secret values and any well-known key shapes in ``text``."""
+    for value in secrets:
+        if value in text:
+            text = text.replace(value, MASK)
+
+    def repl(m: re.Match[str]) -> str:
+        return (m.group("bearer") or "") + MASK
+
+    return _SHAPES.sub(repl, text)

@@ -1,0 +1,143 @@
+"""Finding tools without an import list (SPEC REG-2, REG-12).
+
+* Built-in tools: every module inside a family package of ``hermes.tools`` (``hermes/tools/<family>/``)
+  whose source calls ``registry.register(`` or uses ``@registry.tool`` at top level is imported at
+  start-up. Only the source text is scanned before importing, so helper modules cost nothing.
+* Plugins: Python entry points in the group ``hermes.plugins`` (the object is a module that registers
+  on import, or a callable taking the registry), and folders ``HERMES_HOME/plugins/<name>/`` holding
+  modules that call ``registry.register(...)`` at top level. ``plugins/<kind>/<name>/`` backend folders
+  (e.g. ``plugins/video_gen/xai/``) are left to the feature that loads that kind of backend.
+
+A module that fails to import is skipped with the reason logged and kept in
+``registry.load_errors``; the rest of the registry is unaffected.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from hermes.tools.registry import ToolRegistry
+
+logger = logging.getLogger(__name__)
+
+_REGISTERS = re.compile(r"^(?:registry\.register\(|@registry\.tool\b)", re.MULTILINE)
+ENTRY_POINT_GROUP = "hermes.plugins"
+#: plugin sub-folders holding backends for one feature rather than tools
+BACKEND_KINDS = frozenset({"video_gen"})
+
+_discovered: set[int] = set()
+
+
+def _registers_at_top_level(path: Path) -> bool:
+    try:
+        return bool(_REGISTERS.search(path.read_text(encoding="utf-8")))
+    except OSError:
+        return False
+
+
+def discover_builtin_tools(registry: ToolRegistry) -> list[str]:
+    """Import the built-in tool modules once per registry; returns the module names imported."""
+    if id(registry) in _discovered:
+        return []
+    _discovered.add(id(registry))
+    import hermes.tools as pkg
+
+    root = Path(pkg.__file__).parent
+    imported: list[str] = []
+    for family in sorted(p for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()):
+        for path in sorted(family.glob("*.py")):
+            if not _registers_at_top_level(path):
+                continue
+            modname = f"hermes.tools.{family.name}" + ("" if path.stem == "__init__" else f".{path.stem}")
+            try:
+                importlib.import_module(modname)
+                imported.append(modname)
+            except Exception as exc:
+                registry.load_errors[modname] = f"{type(exc).__name__}: {exc}"
+                logger.warning("tool module %s skipped: %s: %s", modname, type(exc).__name__, exc)
+    return imported
+
+
+def _import_file(modname: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        modname, path, submodule_search_locations=[str(path.parent)] if path.name == "__init__.py" else None
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(modname, None)
+        raise
+    return module
+
+
+def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
+    name = folder.name
+    pkgname = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', name)}"
+    loaded: list[str] = []
+    init = folder / "__init__.py"
+    if init.exists():
+        _import_file(pkgname, init)
+        loaded.append(pkgname)
+    for path in sorted(folder.glob("*.py")):
+        if path.name == "__init__.py" or not _registers_at_top_level(path):
+            continue
+        modname = f"{pkgname}.{path.stem}"
+        if modname in sys.modules:
+            continue
+        _import_file(modname, path)
+        loaded.append(modname)
+    return loaded
+
+
+def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_points: bool = True) -> list[str]:
+    """Load plugin tools; a broken plugin is skipped with its reason recorded."""
+    loaded: list[str] = []
+    if "hermes_plugins" not in sys.modules:
+        ns = ModuleType("hermes_plugins")
+        ns.__path__ = []
+        sys.modules["hermes_plugins"] = ns
+    if plugins_dir is not None and plugins_dir.is_dir():
+        for item in sorted(plugins_dir.iterdir()):
+            if item.name.startswith((".", "_")) or item.name in BACKEND_KINDS:
+                continue
+            source = f"plugin:{item.stem}"
+            registry.current_source = source
+            try:
+                if item.is_dir():
+                    loaded += _load_plugin_folder(registry, item)
+                elif item.suffix == ".py":
+                    modname = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', item.stem)}"
+                    _import_file(modname, item)
+                    loaded.append(modname)
+            except Exception as exc:
+                registry.load_errors[source] = f"{type(exc).__name__}: {exc}"
+                logger.warning("plugin %s skipped: %s: %s", item, type(exc).__name__, exc)
+            finally:
+                registry.current_source = "builtin"
+    if entry_points:
+        from importlib.metadata import entry_points as _eps
+
+        for ep in _eps(group=ENTRY_POINT_GROUP):
+            source = f"entrypoint:{ep.name}"
+            registry.current_source = source
+            try:
+                obj = ep.load()
+                if callable(obj):
+                    obj(registry)
+                loaded.append(source)
+            except Exception as exc:
+                registry.load_errors[source] = f"{type(exc).__name__}: {exc}"
+                logger.warning("plugin entry point %s skipped: %s: %s", ep.name, type(exc).__name__, exc)
+            finally:
+                registry.current_source = "builtin"
+    return loaded

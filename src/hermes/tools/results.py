@@ -1,0 +1,56 @@
+"""Shaping tool results before they reach the model.
+
+Results are JSON strings. A result longer than the budget (``agent.tool_result_budget``, 50,000
+characters by default; a tool may declare its own ``max_result_chars``) is never cut silently: the
+full text is written to a file under ``HERMES_HOME/cache/tool_results/`` and the model receives the
+head and tail of it with a marker naming how much was left out and where the whole result is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from hermes.config.atomic import atomic_write
+
+TRUNCATION_MARKER = "[hermes: tool result truncated"
+
+
+def error_json(message: str, **extra: Any) -> str:
+    payload: dict[str, Any] = {"error": message}
+    payload.update(extra)
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def to_json_text(value: Any) -> str:
+    """Handlers should return JSON strings; anything else is serialised here."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def fit_result(text: str, budget: int, *, tool: str, spill_dir: Path | None = None) -> str:
+    """Return ``text`` unchanged when it fits, else a head+tail preview with an explicit marker."""
+    if len(text) <= budget:
+        return text
+    where = ""
+    if spill_dir is not None:
+        digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:16]
+        path = spill_dir / f"{tool}-{digest}.txt"
+        try:
+            atomic_write(path, text, mode=0o600)
+            where = f"; the full result is saved at {path} (read it in pages with read_file)"
+        except OSError:
+            where = ""
+    keep = max(budget - 400, 200)
+    head = keep * 3 // 4
+    tail = keep - head
+    omitted = len(text) - head - tail
+    marker = (
+        f"\n\n{TRUNCATION_MARKER}: {omitted} of {len(text)} characters omitted from the middle{where}]\n\n"
+    )
+    return text[:head] + marker + text[-tail:]
