@@ -32,6 +32,7 @@ ENTRY_POINT_GROUP = "hermes.plugins"
 BACKEND_KINDS = frozenset({"video_gen"})
 
 _discovered: set[int] = set()
+_plugins_loaded: set[tuple[int, str]] = set()
 
 
 def _registers_at_top_level(path: Path) -> bool:
@@ -100,7 +101,11 @@ def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
 
 
 def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_points: bool = True) -> list[str]:
-    """Load plugin tools; a broken plugin is skipped with its reason recorded."""
+    """Load plugin tools once per registry and folder; a broken plugin is skipped with its reason recorded."""
+    key = (id(registry), str(plugins_dir))
+    if key in _plugins_loaded:
+        return []
+    _plugins_loaded.add(key)
     loaded: list[str] = []
     if "hermes_plugins" not in sys.modules:
         ns = ModuleType("hermes_plugins")

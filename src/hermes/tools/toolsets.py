@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from hermes.errors import ConfigError
 
 
-class Surface(str, Enum):
+class Surface(StrEnum):
     """Where a session meets (or does not meet) a person."""
 
     CLI = "cli"
@@ -226,10 +226,10 @@ def resolve_toolsets(
     dropped: list[tuple[str, str]] = []
     kept: list[str] = []
     for name in expanded:
-        ts = table.get(name)
+        spec = table.get(name)
         if name in disabled_set:
             dropped.append((name, "disabled in agent.disabled_toolsets"))
-        elif ts is not None and surface not in ts.surfaces:
+        elif spec is not None and surface not in spec.surfaces:
             dropped.append((name, f"not available on the {surface.value} surface"))
         else:
             kept.append(name)

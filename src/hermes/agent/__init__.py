@@ -1,0 +1,1 @@
+"""The conversation loop, model providers, prompt assembly and the intercepted tools."""

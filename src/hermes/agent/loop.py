@@ -1,0 +1,233 @@
+"""The conversation loop.
+
+One :class:`Agent` holds one session: its frozen tool list (TS-9), its message history (persisted
+as it grows) and its per-session state for the intercepted tools (REG-7). :meth:`Agent.run_turn`
+takes a user message and loops: ask the model, run the tool calls it asked for (independent calls in
+parallel on a bounded pool, interactive ones alone), feed the results back in order, until the model
+answers without tools or the iteration budget is spent — then one last call without tools asks for a
+summary answer. Ctrl-C (KeyboardInterrupt) or :meth:`Agent.interrupt` stops the turn and keeps the
+session consistent: every tool call in the history gets a result.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hermes.agent.events import (
+    AssistantMessage,
+    EventSink,
+    Notice,
+    ReasoningDelta,
+    Retrying,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnFinished,
+    Usage,
+)
+from hermes.agent.provider import CallOptions, ChatProvider, Completion, ToolCall
+from hermes.errors import HermesError, TurnInterrupted
+from hermes.tools.registry import ToolRegistry
+from hermes.tools.results import error_json
+from hermes.tools.toolsets import Surface
+from hermes.tools.validation import parse_arguments, validate_arguments
+
+if TYPE_CHECKING:
+    from hermes.store.sessions import SessionStore
+
+#: an intercepted tool: (parsed arguments, agent) -> JSON string
+InterceptHandler = Callable[[dict[str, Any], "Agent"], str]
+
+BUDGET_NOTE = (
+    "[hermes] The tool-call budget for this turn ({n} iterations) is used up. Do not call any more tools. "
+    "Answer now with what you have found so far, and say what is left undone."
+)
+INTERRUPTED_RESULT = "interrupted by the user before this tool finished"
+
+
+@dataclass
+class TurnResult:
+    final: str
+    iterations: int
+    reason: str
+    tool_calls: int = 0
+
+
+@dataclass
+class AgentConfig:
+    max_iterations: int = 30
+    max_parallel_tools: int = 4
+
+
+@dataclass
+class Agent:
+    provider: ChatProvider
+    registry: ToolRegistry
+    sink: EventSink
+    surface: Surface
+    tools: tuple[str, ...]
+    messages: list[dict[str, Any]]
+    config: AgentConfig = field(default_factory=AgentConfig)
+    store: SessionStore | None = None
+    session_id: str | None = None
+    #: per-session state of intercepted tools, keyed by tool name
+    state: dict[str, Any] = field(default_factory=dict)
+    intercepts: dict[str, InterceptHandler] = field(default_factory=dict)
+    tool_choice: str | dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self._cancel = threading.Event()
+        self._definitions = self.registry.definitions(self.tools)
+        self._available = {d["function"]["name"] for d in self._definitions}
+
+    # -- public -------------------------------------------------------------------------------------
+    @property
+    def task_id(self) -> str:
+        return self.session_id or f"task-{id(self):x}"
+
+    @property
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        return self._definitions
+
+    def interrupt(self) -> None:
+        """Stop the running turn as soon as possible (thread-safe)."""
+        self._cancel.set()
+
+    def run_turn(self, user_text: str) -> TurnResult:
+        self._cancel.clear()
+        self.append({"role": "user", "content": user_text})
+        iterations = 0
+        calls_made = 0
+        try:
+            while iterations < self.config.max_iterations:
+                iterations += 1
+                completion = self._complete(self._definitions or None)
+                self.append(completion.as_message())
+                if not completion.tool_calls:
+                    return self._finish(completion.content or "", iterations, "answered", calls_made)
+                calls_made += len(completion.tool_calls)
+                self._run_tools(completion.tool_calls)
+            self.append({"role": "user", "content": BUDGET_NOTE.format(n=self.config.max_iterations)})
+            completion = self._complete(None)
+            self.append(completion.as_message())
+            return self._finish(completion.content or "", iterations, "budget_exhausted", calls_made)
+        except (KeyboardInterrupt, TurnInterrupted):
+            self._cancel.set()
+            self.sink.emit(Notice("warning", "interrupted; the session is kept"))
+            return self._finish("", iterations, "interrupted", calls_made)
+
+    # -- model ----------------------------------------------------------------------------------------
+    def _complete(self, tools: list[dict[str, Any]] | None) -> Completion:
+        options = CallOptions(
+            on_text=lambda t: self.sink.emit(TextDelta(t)),
+            on_reasoning=lambda t: self.sink.emit(ReasoningDelta(t)),
+            on_retry=lambda n, d, r: self.sink.emit(Retrying(n, d, r)),
+            cancel=self._cancel,
+            tool_choice=self.tool_choice if tools else None,
+        )
+        completion = self.provider.complete(self.messages, tools, options)
+        if completion.prompt_tokens or completion.completion_tokens:
+            self.sink.emit(Usage(completion.prompt_tokens, completion.completion_tokens))
+        self.sink.emit(AssistantMessage(completion.content, tuple(c.name for c in completion.tool_calls)))
+        return completion
+
+    # -- tools ----------------------------------------------------------------------------------------
+    def _run_tools(self, calls: list[ToolCall]) -> None:
+        """Run the calls of one model reply; results are appended in the order of the calls."""
+        results: dict[str, str] = {}
+        try:
+            for group in self._groups(calls):
+                if self._cancel.is_set():
+                    raise TurnInterrupted("interrupted")
+                if len(group) == 1:
+                    results[group[0].id] = self._run_one(group[0])
+                else:
+                    results.update(self._run_parallel(group))
+        finally:
+            for call in calls:
+                self.append({
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": results.get(call.id, error_json(INTERRUPTED_RESULT)),
+                })
+
+    def _groups(self, calls: list[ToolCall]) -> list[list[ToolCall]]:
+        """Consecutive independent calls form one parallel group; interactive calls run alone."""
+        groups: list[list[ToolCall]] = []
+        current: list[ToolCall] = []
+        for call in calls:
+            entry = self.registry.get(call.name)
+            alone = call.name in self.intercepts or (
+                entry is not None and (entry.interactive or entry.options.get("parallel_safe") is False)
+            )
+            if alone:
+                if current:
+                    groups.append(current)
+                    current = []
+                groups.append([call])
+            else:
+                current.append(call)
+        if current:
+            groups.append(current)
+        return groups
+
+    def _run_parallel(self, group: list[ToolCall]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        pool = ThreadPoolExecutor(max_workers=min(self.config.max_parallel_tools, len(group)),
+                                  thread_name_prefix="hermes-tool")
+        try:
+            futures: dict[Future[str], ToolCall] = {pool.submit(self._run_one, c): c for c in group}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    out[futures[fut].id] = fut.result()
+                if self._cancel.is_set():
+                    raise TurnInterrupted("interrupted")
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return out
+
+    def _run_one(self, call: ToolCall) -> str:
+        self.sink.emit(ToolStarted(call.id, call.name, call.arguments))
+        started = time.perf_counter()
+        result = self._execute(call)
+        is_error = result.startswith('{"error"')
+        self.sink.emit(ToolFinished(call.id, call.name, result, is_error, time.perf_counter() - started))
+        return result
+
+    def _execute(self, call: ToolCall) -> str:
+        if call.name not in self._available:
+            known = ", ".join(sorted(self._available)) or "none"
+            why = "is not enabled in this session" if call.name in self.registry else "does not exist"
+            return error_json(f"tool '{call.name}' {why}. Available tools: {known}")
+        handler = self.intercepts.get(call.name)
+        if handler is None:
+            return self.registry.dispatch(call.name, call.arguments, task_id=self.task_id, agent=self)
+        entry = self.registry.get(call.name)
+        try:
+            args = parse_arguments(call.arguments)
+            if entry is not None:
+                validate_arguments(args, entry.schema["parameters"])
+            text = handler(args, self)
+        except HermesError as exc:
+            text = error_json(str(exc))
+        except Exception as exc:
+            text = error_json(f"{call.name} failed: {type(exc).__name__}: {exc}")
+        return self.registry.finish(entry, text)
+
+    # -- history --------------------------------------------------------------------------------------
+    def append(self, message: dict[str, Any]) -> None:
+        """Add a message to the history (and to the store, when the session is stored)."""
+        self.messages.append(message)
+        if self.store is not None and self.session_id is not None:
+            self.store.append_message(self.session_id, message)
+
+    def _finish(self, final: str, iterations: int, reason: str, calls: int) -> TurnResult:
+        self.sink.emit(TurnFinished(final, iterations, reason))  # type: ignore[arg-type]
+        return TurnResult(final, iterations, reason, calls)

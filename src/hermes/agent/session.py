@@ -1,0 +1,129 @@
+"""Starting and resuming sessions: from settings to a ready :class:`~hermes.agent.loop.Agent`.
+
+At start the tools are discovered (built-ins and plugins), the session's toolsets are resolved for
+its surface and frozen, the system prompt is built and stored as the first message. Resuming reuses
+the stored messages and the stored tool list, so a running conversation keeps the toolset it started
+with even if the configuration changed since (TS-9).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hermes.agent.events import EventSink
+from hermes.agent.intercepted import default_intercepts
+from hermes.agent.loop import Agent, AgentConfig
+from hermes.agent.prompt import build_system_prompt
+from hermes.agent.provider import ChatProvider, OpenAICompatProvider
+from hermes.config.settings import Settings
+from hermes.errors import SessionNotFound
+from hermes.tools.discovery import discover_builtin_tools, discover_plugins
+from hermes.tools.registry import ToolRegistry, registry
+from hermes.tools.toolsets import ResolvedToolsets, Surface, resolve_toolsets
+
+if TYPE_CHECKING:
+    from hermes.store.sessions import SessionStore
+
+
+@dataclass
+class SessionRequest:
+    surface: Surface
+    resume: str | None = None
+    continue_last: bool = False
+    title: str | None = None
+
+
+def load_tools(settings: Settings, reg: ToolRegistry = registry) -> ToolRegistry:
+    """Discover built-in tools and plugins into ``reg`` and point its result spill at HERMES_HOME."""
+    discover_builtin_tools(reg)
+    discover_plugins(reg, settings.paths.plugins)
+    reg.spill_dir = settings.paths.spill
+    reg.result_budget = settings.agent().result_budget
+    return reg
+
+
+def resolve_for(settings: Settings, surface: Surface, reg: ToolRegistry = registry) -> ResolvedToolsets:
+    return resolve_toolsets(
+        surface,
+        settings.requested_toolsets(),
+        disabled=settings.agent().disabled_toolsets,
+        registered=reg.toolsets(),
+    )
+
+
+def _config(settings: Settings) -> AgentConfig:
+    agent_settings = settings.agent()
+    return AgentConfig(
+        max_iterations=agent_settings.max_iterations, max_parallel_tools=agent_settings.max_parallel_tools
+    )
+
+
+def new_agent(
+    settings: Settings,
+    surface: Surface,
+    sink: EventSink,
+    *,
+    requested: list[str] | None = None,
+    provider: ChatProvider | None = None,
+    store: SessionStore | None = None,
+    title: str | None = None,
+    reg: ToolRegistry = registry,
+) -> Agent:
+    """A fresh session; ``requested`` toolsets override the configured ones (batch runs use this)."""
+    load_tools(settings, reg)
+    model = settings.model()
+    provider = provider or OpenAICompatProvider(model, stream=bool(settings.get("model.stream", True)))
+    agent_settings = settings.agent()
+    if requested is None:
+        resolved = resolve_for(settings, surface, reg)
+    else:
+        resolved = resolve_toolsets(
+            surface, requested, disabled=agent_settings.disabled_toolsets, registered=reg.toolsets()
+        )
+    tools = tuple(t for t in resolved.tools if t in reg and reg.is_available(t))
+    system = build_system_prompt(surface, tools, custom=agent_settings.system_prompt)
+    session_id = None
+    if store is not None:
+        session_id = store.create_session(
+            surface=surface.value, model=model.model, toolsets=list(resolved.toolsets), tools=list(tools),
+            title=title, meta={"base_url": model.base_url, "provider": model.provider},
+        )
+    agent = Agent(
+        provider=provider, registry=reg, sink=sink, surface=surface, tools=tools, messages=[],
+        config=_config(settings), store=store, session_id=session_id, intercepts=default_intercepts(),
+    )
+    agent.append({"role": "system", "content": system})
+    return agent
+
+
+def open_agent(
+    settings: Settings,
+    request: SessionRequest,
+    sink: EventSink,
+    *,
+    provider: ChatProvider | None = None,
+    reg: ToolRegistry = registry,
+) -> Agent:
+    """Create a new stored session or resume one, ready for :meth:`Agent.run_turn`."""
+    from hermes.store.sessions import SessionStore
+
+    model = settings.model()  # fail early, before touching the store, when no endpoint is configured
+    store = SessionStore(settings.paths.database)
+    resume_id = request.resume
+    if request.continue_last and not resume_id:
+        latest = store.latest_session()
+        if latest is None:
+            raise SessionNotFound("there is no stored session to continue yet")
+        resume_id = latest.id
+    if not resume_id:
+        return new_agent(settings, request.surface, sink, provider=provider, store=store,
+                         title=request.title, reg=reg)
+    load_tools(settings, reg)
+    info = store.get_session(resume_id)
+    provider = provider or OpenAICompatProvider(model, stream=bool(settings.get("model.stream", True)))
+    return Agent(
+        provider=provider, registry=reg, sink=sink, surface=request.surface, tools=tuple(info.tools),
+        messages=store.messages(info.id), config=_config(settings), store=store, session_id=info.id,
+        intercepts=default_intercepts(),
+    )

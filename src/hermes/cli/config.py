@@ -1,0 +1,350 @@
+"""``hermes config``: show, read and change ``config.yaml`` and ``.env``.
+
+Subcommands: ``show`` (default), ``get KEY``, ``set KEY VALUE``, ``unset KEY``, ``path``,
+``set-env NAME [VALUE]``, ``unset-env NAME`` and ``edit``. Keys are dotted (``model.base_url``).
+Edits keep the file's comments, key order and formatting; only the changed lines differ. Secrets
+belong in ``HERMES_HOME/.env`` (mode 0600), so ``set`` refuses values that look like one. Only
+argparse is imported at module level (``hermes --help`` imports every command module).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from hermes.config.settings import Settings
+    from hermes.config.yamlfile import ConfigFile
+
+_SUBCOMMANDS = ("show", "get", "set", "unset", "path", "set-env", "unset-env", "edit")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``config`` subcommands to ``parser``."""
+    sub = parser.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
+    sub.add_parser("show", help="print the config file (secrets masked) and the names kept in .env")
+    p = sub.add_parser("get", help="print one value, e.g. 'hermes config get model.name'")
+    p.add_argument("key", help="dotted key such as model.base_url")
+    p.add_argument("--reveal", action="store_true", help="print a secret-looking value unmasked")
+    p = sub.add_parser("set", help="set one value; VALUE is YAML: true, 3 and [a, b] keep their types")
+    p.add_argument("key", help="dotted key such as agent.max_iterations")
+    p.add_argument("value", help="the value (quote it, e.g. '\"3\"', to force a string)")
+    p = sub.add_parser("unset", help="remove one key")
+    p.add_argument("key")
+    p = sub.add_parser("path", help="print the path of config.yaml (or of .env or HERMES_HOME)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--env", action="store_true", help="print the path of .env instead")
+    g.add_argument("--home", action="store_true", help="print HERMES_HOME instead")
+    p = sub.add_parser("set-env", help="store a secret in HERMES_HOME/.env (mode 0600); never echoed")
+    p.add_argument("name", help="variable name, e.g. OPENROUTER_API_KEY")
+    p.add_argument("value", nargs="?", help="the value; omitted: read it (masked) from the terminal or stdin")
+    p = sub.add_parser("unset-env", help="remove a variable from HERMES_HOME/.env")
+    p.add_argument("name")
+    sub.add_parser("edit", help="open config.yaml in $VISUAL or $EDITOR")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen ``config`` subcommand (``show`` when none is given)."""
+    from hermes.config.settings import Settings
+
+    settings = Settings.load()
+    command = getattr(args, "config_command", None) or "show"
+    handlers = {
+        "show": _show, "get": _get, "set": _set, "unset": _unset, "path": _path,
+        "set-env": _set_env, "unset-env": _unset_env, "edit": _edit,
+    }
+    return handlers[command](settings, args)
+
+
+# -- reading ------------------------------------------------------------------------------------
+def _show(settings: Settings, args: argparse.Namespace) -> int:
+    from hermes.config.dotenv import read_dotenv
+
+    path = settings.paths.config
+    if not path.exists():
+        print(f"No config file yet; hermes uses its defaults. It would be at: {path}")
+        print("Create it with 'hermes setup' or 'hermes config set KEY VALUE'.")
+    else:
+        print(f"# {path}")
+        text = mask_secrets(path.read_text(encoding="utf-8"), settings.env.as_dict())
+        print(text, end="" if text.endswith("\n") else "\n")
+    names = sorted(read_dotenv(settings.paths.env))
+    if names:
+        print(f"# {settings.paths.env} (values hidden): {', '.join(names)}")
+    return 0
+
+
+def mask_secrets(text: str, env: dict[str, str]) -> str:
+    """Mask values of secret-looking keys (``api_key: ...``) and known secret values in YAML text."""
+    import re
+
+    from hermes.redact import MASK, redact, secret_values
+
+    def repl(m: re.Match[str]) -> str:
+        key, value = m.group(2), m.group(4)
+        if is_secret_key(key) and value.strip() and not value.lstrip().startswith("#"):
+            return f"{m.group(1)}{key}{m.group(3)}{MASK}"
+        return m.group(0)
+
+    masked = re.sub(r"^(\s*-?\s*)([A-Za-z0-9_.-]+)(\s*:\s+)(.+)$", repl, text, flags=re.MULTILINE)
+    return redact(masked, secret_values(env))
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key's name says it holds a secret (``*_env`` keys name a variable instead)."""
+    from hermes.redact import is_secret_name
+
+    last = key.rsplit(".", 1)[-1]
+    return is_secret_name(last) and not last.lower().endswith(("_env", "_env_var", "_file", "_path"))
+
+
+def format_value(value: Any) -> str:
+    """A value as the user would write it in config.yaml (mappings and lists as a YAML block)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict | list):
+        import io
+
+        from ruamel.yaml import YAML
+
+        y = YAML(typ="rt")
+        y.indent(mapping=2, sequence=4, offset=2)
+        buf = io.StringIO()
+        y.dump(value, buf)
+        return buf.getvalue().rstrip("\n")
+    return str(value)
+
+
+def _get(settings: Settings, args: argparse.Namespace) -> int:
+    from hermes.errors import ConfigError
+
+    sentinel = object()
+    value = settings.config.get(args.key, sentinel)
+    if value is sentinel:
+        raise ConfigError(f"{args.key} is not set in {settings.paths.config}")
+    if is_secret_key(args.key) and not args.reveal and isinstance(value, str) and value:
+        from hermes.redact import MASK
+
+        print(f"{MASK}  (a secret; add --reveal to print it)")
+        return 0
+    print(format_value(value))
+    return 0
+
+
+def _path(settings: Settings, args: argparse.Namespace) -> int:
+    paths = settings.paths
+    print(paths.env if args.env else paths.home if args.home else paths.config)
+    return 0
+
+
+# -- writing config.yaml ------------------------------------------------------------------------
+def _suggest_env_name(settings: Settings, key: str) -> str:
+    if key == "model.api_key":
+        from hermes.config.settings import PROVIDERS
+
+        preset = PROVIDERS.get(str(settings.config.get("model.provider") or ""))
+        explicit = settings.config.get("model.api_key_env")
+        return str(explicit or (preset.key_env if preset else None) or "OPENAI_API_KEY")
+    return key.rsplit(".", 1)[-1].upper().replace("-", "_")
+
+
+def _set(settings: Settings, args: argparse.Namespace) -> int:
+    from hermes.config.yamlfile import parse_scalar
+    from hermes.errors import ConfigError
+    from hermes.redact import redact
+
+    key: str = args.key
+    value = parse_scalar(args.value)
+    looks_secret = isinstance(value, str) and value and (is_secret_key(key) or redact(value) != value)
+    if looks_secret:
+        name = _suggest_env_name(settings, key)
+        raise ConfigError(
+            f"{key} looks like a secret, and config.yaml is not the place for secrets. Store it in "
+            f"{settings.paths.env} instead: hermes config set-env {name} VALUE"
+            + (" (model.api_key_env names the variable to read)" if key == "model.api_key" else "")
+        )
+    settings.config.set(key, value)
+    _validate(settings)
+    settings.config.save()
+    print(f"Set {key} = {format_value(value)} in {settings.paths.config}")
+    return 0
+
+
+def _validate(settings: Settings) -> None:
+    """Refuse to save a change the typed views would reject (e.g. an unknown provider)."""
+    from hermes.errors import ModelNotConfigured
+
+    try:
+        settings.model()
+    except ModelNotConfigured:
+        pass
+    settings.agent()
+    settings.requested_toolsets()
+
+
+def _unset(settings: Settings, args: argparse.Namespace) -> int:
+    key: str = args.key
+    if not settings.config.has(key):
+        print(f"{key} was not set in {settings.paths.config}")
+        return 0
+    delete_key(settings.config, key)
+    print(f"Removed {key} from {settings.paths.config}")
+    return 0
+
+
+def delete_key(cfg: ConfigFile, key: str) -> None:
+    """Delete ``key`` and save, keeping the comments that follow it; emptied parent sections go too.
+
+    ruamel attaches a comment block to the key *before* it, so deleting a key through ruamel would
+    also drop a section header such as ``# agent settings`` below it. The lines are removed from the
+    text instead; if the result does not parse to exactly the expected document, ruamel's delete is
+    used after all.
+    """
+    from hermes.config.yamlfile import ConfigFile, split_key
+
+    parts = split_key(key)
+    while parts:
+        dotted = ".".join(parts)
+        expected = ConfigFile(cfg.path, _copy(cfg.data))
+        expected.delete(dotted)
+        text = _delete_lines(cfg, parts)
+        if text is not None:
+            candidate = _parse(cfg.path, text)
+            if candidate is not None and list(candidate.flat_items()) == list(expected.flat_items()):
+                from hermes.config.atomic import atomic_write
+
+                atomic_write(cfg.path, text)
+                cfg = candidate
+            else:
+                text = None
+        if text is None:
+            cfg.delete(dotted)
+            cfg.save()
+            cfg = ConfigFile.load(cfg.path)
+        parts = parts[:-1]
+        if not parts or cfg.get(".".join(parts)) not in (None, {}):
+            break
+
+
+def _copy(data: Any) -> Any:
+    import copy
+
+    return copy.deepcopy(data)
+
+
+def _parse(path: Path, text: str) -> ConfigFile | None:
+    from hermes.config.yamlfile import ConfigFile, _yaml
+
+    try:
+        data = _yaml().load(text) if text.strip() else None
+    except Exception:
+        return None
+    return ConfigFile(path, data, text)
+
+
+def _delete_lines(cfg: ConfigFile, parts: list[str]) -> str | None:
+    """The file text without the lines of ``parts``' node, or None when that cannot be done by lines."""
+    parent: Any = cfg.data if len(parts) == 1 else cfg.get(".".join(parts[:-1]))
+    lc = getattr(parent, "lc", None)
+    fa = getattr(parent, "fa", None)
+    if lc is None or (fa is not None and fa.flow_style()):
+        return None
+    try:
+        line, col = lc.key(parts[-1])
+    except (KeyError, TypeError):
+        return None
+    lines = cfg.path.read_text(encoding="utf-8").splitlines(keepends=True)
+    end = line + 1
+    while end < len(lines):
+        text = lines[end]
+        stripped = text.strip()
+        indent = len(text) - len(text.lstrip(" "))
+        if not stripped or stripped.startswith("#") or indent > col or (indent == col and stripped[0] == "-"):
+            end += 1
+            continue
+        break
+    # blank lines and comments at or left of the key's column introduce what follows: keep them
+    while end > line + 1:
+        text = lines[end - 1]
+        stripped = text.strip()
+        indent = len(text) - len(text.lstrip(" "))
+        if stripped and not (stripped.startswith("#") and indent <= col):
+            break
+        end -= 1
+    return "".join(lines[:line] + lines[end:])
+
+
+# -- .env and the editor ------------------------------------------------------------------------
+def _set_env(settings: Settings, args: argparse.Namespace) -> int:
+    import os
+    import sys
+
+    from hermes.config.dotenv import set_dotenv_value
+    from hermes.errors import ConfigError
+
+    name: str = args.name
+    value: str | None = args.value
+    if value is None:
+        if sys.stdin.isatty():
+            import getpass
+
+            value = getpass.getpass(f"Value for {name} (input hidden): ")
+        else:
+            value = sys.stdin.readline().rstrip("\r\n")
+    if not value:
+        raise ConfigError(f"no value given for {name}; to remove it use 'hermes config unset-env {name}'")
+    try:
+        set_dotenv_value(settings.paths.env, name, value)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    print(f"Saved {name} in {settings.paths.env} (mode 0600).")
+    if os.environ.get(name):
+        print(f"Note: {name} is also exported in your shell, and the exported value takes precedence.")
+    return 0
+
+
+def _unset_env(settings: Settings, args: argparse.Namespace) -> int:
+    from hermes.config.dotenv import read_dotenv, set_dotenv_value
+    from hermes.errors import ConfigError
+
+    name: str = args.name
+    if name not in read_dotenv(settings.paths.env):
+        print(f"{name} was not set in {settings.paths.env}")
+        return 0
+    try:
+        set_dotenv_value(settings.paths.env, name, None)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    print(f"Removed {name} from {settings.paths.env}")
+    return 0
+
+
+def _edit(settings: Settings, args: argparse.Namespace) -> int:
+    import os
+    import shlex
+    import subprocess
+
+    from hermes.config.yamlfile import ConfigFile
+    from hermes.errors import ConfigError
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+    path = settings.paths.config
+    if not editor:
+        raise ConfigError(f"set $EDITOR (or $VISUAL) to choose an editor, or edit {path} directly")
+    if not path.exists():
+        from hermes.config.atomic import atomic_write
+
+        atomic_write(path, "# hermes configuration — see docs/configuration.md\n")
+    try:
+        code = subprocess.call([*shlex.split(editor), str(path)])
+    except OSError as exc:
+        raise ConfigError(f"could not start the editor {editor!r}: {exc}") from None
+    if code != 0:
+        print(f"The editor exited with status {code}.")
+    ConfigFile.load(path)  # raises ConfigError naming the problem when the YAML is broken
+    print(f"{path} is valid YAML. Changes apply from the next session.")
+    return 0

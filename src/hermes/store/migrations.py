@@ -1,0 +1,123 @@
+"""Schema migrations of the hermes SQLite store, as an ordered list of functions.
+
+``MIGRATIONS[i]`` brings a database from ``PRAGMA user_version = i`` to ``i + 1``. :func:`migrate`
+runs each pending one inside its own transaction, together with the ``user_version`` bump, so a crash
+leaves the database at a whole version. Later features append functions (``m002_...``); a function
+already released is never edited.
+
+Migration functions run statements one by one with ``conn.execute`` — never ``executescript``,
+which would commit the surrounding transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    for statement in statements:
+        conn.execute(statement)
+
+
+def m001_sessions(conn: sqlite3.Connection) -> None:
+    """Sessions, their messages, and an FTS5 index over the messages' searchable text.
+
+    ``messages.data`` is the exact OpenAI chat message as JSON; ``messages.text`` is the text extracted
+    from it for search. ``messages_fts`` is an external-content FTS5 table over ``messages.text``
+    (``content_rowid = id``), so the text is stored once; triggers keep the index in sync. Rows with
+    empty text are not indexed (the triggers skip them on insert and on delete alike).
+    """
+    _run(conn, [
+        """
+        CREATE TABLE sessions (
+            id            TEXT PRIMARY KEY,
+            created_at    REAL NOT NULL,
+            updated_at    REAL NOT NULL,
+            surface       TEXT NOT NULL,
+            model         TEXT NOT NULL,
+            title         TEXT,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            toolsets      TEXT NOT NULL DEFAULT '[]',
+            tools         TEXT NOT NULL DEFAULT '[]',
+            parent_id     TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+            meta          TEXT NOT NULL DEFAULT '{}'
+        )
+        """,
+        "CREATE INDEX sessions_updated ON sessions(updated_at)",
+        "CREATE INDEX sessions_surface_updated ON sessions(surface, updated_at)",
+        "CREATE INDEX sessions_parent ON sessions(parent_id)",
+        """
+        CREATE TABLE messages (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            seq        INTEGER NOT NULL,
+            role       TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            data       TEXT NOT NULL,
+            text       TEXT NOT NULL DEFAULT ''
+        )
+        """,
+        "CREATE UNIQUE INDEX messages_session_seq ON messages(session_id, seq)",
+        "CREATE INDEX messages_created ON messages(created_at)",
+        """
+        CREATE VIRTUAL TABLE messages_fts USING fts5(
+            text,
+            content = 'messages',
+            content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        )
+        """,
+        """
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages WHEN new.text <> '' BEGIN
+            INSERT INTO messages_fts(rowid, text) VALUES (new.id, new.text);
+        END
+        """,
+        """
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages WHEN old.text <> '' BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END
+        """,
+        """
+        CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, text)
+                SELECT 'delete', old.id, old.text WHERE old.text <> '';
+            INSERT INTO messages_fts(rowid, text)
+                SELECT new.id, new.text WHERE new.text <> '';
+        END
+        """,
+    ])
+
+
+#: Applied in order; index ``i`` upgrades ``user_version`` ``i`` → ``i + 1``. Append only.
+MIGRATIONS: tuple[Migration, ...] = (m001_sessions,)
+
+
+def schema_version() -> int:
+    """The ``user_version`` a fully migrated database has."""
+    return len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    """Apply the pending migrations, each in its own transaction; return the resulting version.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``). A database newer than this code
+    (a higher ``user_version``) is left alone.
+    """
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    while version < len(migrations):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-read under the write lock: another process may have migrated meanwhile.
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            if version < len(migrations):
+                migrations[version](conn)
+                version += 1
+                conn.execute(f"PRAGMA user_version = {version:d}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return version

@@ -1,0 +1,1 @@
+"""How a session meets a person: each surface implements the agent's event sink."""

@@ -1,0 +1,41 @@
+"""Shared fixtures: an isolated HERMES_HOME and scripted model servers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.model_server import Reply, ScriptedModelServer
+
+_MODEL_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HERMES_MODEL", "OPENAI_MODEL")
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty HERMES_HOME; the model endpoint variables of the real environment are removed."""
+    home = tmp_path / "hermes_home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    for name in _MODEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+ServerFactory = Callable[..., ScriptedModelServer]
+
+
+@pytest.fixture
+def model_server() -> Iterator[ServerFactory]:
+    """Factory: ``model_server([text("hi")], model="m")`` starts a server; all are stopped at teardown."""
+    started: list[ScriptedModelServer] = []
+
+    def make(script: list[Reply] | Callable[[dict[str, Any]], Reply], **kwargs: Any) -> ScriptedModelServer:
+        server = ScriptedModelServer(script, **kwargs)
+        started.append(server)
+        return server.start()
+
+    yield make
+    for server in reversed(started):
+        server.stop()
