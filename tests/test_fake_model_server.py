@@ -14,8 +14,9 @@ from typing import Any
 
 import openai
 import pytest
-from fakes import Reply, ScriptedModelServer, call, error, text
 from openai import AsyncOpenAI, OpenAI
+
+from fakes import Reply, ScriptedModelServer, call, error, text
 
 MESSAGES: list[Any] = [{"role": "user", "content": "What is the weather in London?"}]
 

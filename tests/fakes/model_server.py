@@ -382,7 +382,9 @@ class ScriptedModelServer:
             "created": int(time.time()),
             "model": body.get("model") or self.model,
             "system_fingerprint": None,
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": self._finish_reason(reply)}],
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": self._finish_reason(reply)}
+            ],
             "usage": self._usage(body, reply, tool_calls),
         }
 

@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from hermes.config.paths import HermesPaths
     from hermes.config.settings import Settings
     from hermes.config.yamlfile import ConfigFile
-
-_SUBCOMMANDS = ("show", "get", "set", "unset", "path", "set-env", "unset-env", "edit")
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``config`` subcommands to ``parser``."""
@@ -47,32 +45,38 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen ``config`` subcommand (``show`` when none is given)."""
-    from hermes.config.settings import Settings
+    from hermes.config.paths import HermesPaths
 
-    settings = Settings.load()
     command = getattr(args, "config_command", None) or "show"
     handlers = {
         "show": _show, "get": _get, "set": _set, "unset": _unset, "path": _path,
         "set-env": _set_env, "unset-env": _unset_env, "edit": _edit,
     }
-    return handlers[command](settings, args)
+    # only get/set/unset parse config.yaml: show, path and edit must work on a broken file
+    return handlers[command](HermesPaths.current(), args)
+
+
+def _settings(paths: HermesPaths) -> Settings:
+    from hermes.config.settings import Settings
+
+    return Settings.load(paths)
 
 
 # -- reading ------------------------------------------------------------------------------------
-def _show(settings: Settings, args: argparse.Namespace) -> int:
-    from hermes.config.dotenv import read_dotenv
+def _show(paths: HermesPaths, args: argparse.Namespace) -> int:
+    from hermes.config.dotenv import Environment, read_dotenv
 
-    path = settings.paths.config
+    path = paths.config
     if not path.exists():
         print(f"No config file yet; hermes uses its defaults. It would be at: {path}")
         print("Create it with 'hermes setup' or 'hermes config set KEY VALUE'.")
     else:
         print(f"# {path}")
-        text = mask_secrets(path.read_text(encoding="utf-8"), settings.env.as_dict())
+        text = mask_secrets(path.read_text(encoding="utf-8"), Environment.load(paths.env).as_dict())
         print(text, end="" if text.endswith("\n") else "\n")
-    names = sorted(read_dotenv(settings.paths.env))
+    names = sorted(read_dotenv(paths.env))
     if names:
-        print(f"# {settings.paths.env} (values hidden): {', '.join(names)}")
+        print(f"# {paths.env} (values hidden): {', '.join(names)}")
     return 0
 
 
@@ -88,7 +92,7 @@ def mask_secrets(text: str, env: dict[str, str]) -> str:
             return f"{m.group(1)}{key}{m.group(3)}{MASK}"
         return m.group(0)
 
-    masked = re.sub(r"^(\s*-?\s*)([A-Za-z0-9_.-]+)(\s*:\s+)(.+)$", repl, text, flags=re.MULTILINE)
+    masked = re.sub(r"^([ \t]*-?[ \t]*)([A-Za-z0-9_.-]+)([ \t]*:[ \t]+)(.+)$", repl, text, flags=re.MULTILINE)
     return redact(masked, secret_values(env))
 
 
@@ -111,17 +115,30 @@ def format_value(value: Any) -> str:
 
         from ruamel.yaml import YAML
 
-        y = YAML(typ="rt")
-        y.indent(mapping=2, sequence=4, offset=2)
+        y = YAML(typ="safe", pure=True)
+        y.default_flow_style = False
+        y.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
         buf = io.StringIO()
-        y.dump(value, buf)
+        y.dump(_plain(value), buf)
         return buf.getvalue().rstrip("\n")
     return str(value)
 
 
-def _get(settings: Settings, args: argparse.Namespace) -> int:
+def _plain(value: Any) -> Any:
+    """Plain dicts, lists and scalars (no ruamel comment or style attributes)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    return str(value)
+
+
+def _get(paths: HermesPaths, args: argparse.Namespace) -> int:
     from hermes.errors import ConfigError
 
+    settings = _settings(paths)
     sentinel = object()
     value = settings.config.get(args.key, sentinel)
     if value is sentinel:
@@ -135,8 +152,7 @@ def _get(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _path(settings: Settings, args: argparse.Namespace) -> int:
-    paths = settings.paths
+def _path(paths: HermesPaths, args: argparse.Namespace) -> int:
     print(paths.env if args.env else paths.home if args.home else paths.config)
     return 0
 
@@ -152,14 +168,15 @@ def _suggest_env_name(settings: Settings, key: str) -> str:
     return key.rsplit(".", 1)[-1].upper().replace("-", "_")
 
 
-def _set(settings: Settings, args: argparse.Namespace) -> int:
+def _set(paths: HermesPaths, args: argparse.Namespace) -> int:
     from hermes.config.yamlfile import parse_scalar
     from hermes.errors import ConfigError
     from hermes.redact import redact
 
+    settings = _settings(paths)
     key: str = args.key
     value = parse_scalar(args.value)
-    looks_secret = isinstance(value, str) and value and (is_secret_key(key) or redact(value) != value)
+    looks_secret = isinstance(value, str) and bool(value) and (is_secret_key(key) or redact(value) != value)
     if looks_secret:
         name = _suggest_env_name(settings, key)
         raise ConfigError(
@@ -170,23 +187,31 @@ def _set(settings: Settings, args: argparse.Namespace) -> int:
     settings.config.set(key, value)
     _validate(settings)
     settings.config.save()
-    print(f"Set {key} = {format_value(value)} in {settings.paths.config}")
+    kind = _KINDS.get(type(value).__name__, "")
+    print(f"Set {key} = {args.value.strip()}{f' ({kind})' if kind else ''} in {settings.paths.config}")
     return 0
+
+
+_KINDS = {
+    "bool": "boolean", "int": "integer", "float": "number", "list": "list", "dict": "mapping",
+    "CommentedSeq": "list", "CommentedMap": "mapping", "NoneType": "null",
+}
 
 
 def _validate(settings: Settings) -> None:
     """Refuse to save a change the typed views would reject (e.g. an unknown provider)."""
+    import contextlib
+
     from hermes.errors import ModelNotConfigured
 
-    try:
+    with contextlib.suppress(ModelNotConfigured):
         settings.model()
-    except ModelNotConfigured:
-        pass
     settings.agent()
     settings.requested_toolsets()
 
 
-def _unset(settings: Settings, args: argparse.Namespace) -> int:
+def _unset(paths: HermesPaths, args: argparse.Namespace) -> int:
+    settings = _settings(paths)
     key: str = args.key
     if not settings.config.has(key):
         print(f"{key} was not set in {settings.paths.config}")
@@ -204,44 +229,54 @@ def delete_key(cfg: ConfigFile, key: str) -> None:
     text instead; if the result does not parse to exactly the expected document, ruamel's delete is
     used after all.
     """
-    from hermes.config.yamlfile import ConfigFile, split_key
+    from hermes.config.yamlfile import split_key
 
     parts = split_key(key)
-    while parts:
-        dotted = ".".join(parts)
-        expected = ConfigFile(cfg.path, _copy(cfg.data))
-        expected.delete(dotted)
-        text = _delete_lines(cfg, parts)
-        if text is not None:
-            candidate = _parse(cfg.path, text)
-            if candidate is not None and list(candidate.flat_items()) == list(expected.flat_items()):
-                from hermes.config.atomic import atomic_write
-
-                atomic_write(cfg.path, text)
-                cfg = candidate
-            else:
-                text = None
-        if text is None:
-            cfg.delete(dotted)
-            cfg.save()
-            cfg = ConfigFile.load(cfg.path)
+    while True:
+        cfg = _delete_one(cfg, parts)
         parts = parts[:-1]
-        if not parts or cfg.get(".".join(parts)) not in (None, {}):
-            break
+        if not parts:
+            return
+        parent = cfg.get(".".join(parts))
+        if parent is not None and parent != {}:
+            return
 
 
-def _copy(data: Any) -> Any:
+def _delete_one(cfg: ConfigFile, parts: list[str]) -> ConfigFile:
     import copy
 
-    return copy.deepcopy(data)
+    from hermes.config.atomic import atomic_write
+    from hermes.config.yamlfile import ConfigFile
+
+    dotted = ".".join(parts)
+    expected = ConfigFile(cfg.path, copy.deepcopy(cfg.data))
+    expected.delete(dotted)
+    text = _delete_lines(cfg, parts)
+    candidate = _parse(cfg.path, text) if text is not None else None
+    parent = ".".join(parts[:-1])
+    if text is not None and candidate is not None and _leaves(candidate, parent) == _leaves(expected, parent):
+        atomic_write(cfg.path, text)
+        return candidate
+    cfg.delete(dotted)
+    cfg.save()
+    return ConfigFile.load(cfg.path)
+
+
+def _leaves(cfg: ConfigFile, parent: str) -> list[tuple[str, Any]]:
+    """Leaves for comparison; an emptied parent reads as ``{}`` through ruamel and ``null`` as text."""
+    return [(k, v) for k, v in cfg.flat_items() if not (k == parent and (v is None or v == {}))]
 
 
 def _parse(path: Path, text: str) -> ConfigFile | None:
-    from hermes.config.yamlfile import ConfigFile, _yaml
+    from ruamel.yaml import YAML
+
+    from hermes.config.yamlfile import ConfigFile
 
     try:
-        data = _yaml().load(text) if text.strip() else None
+        data = YAML(typ="rt").load(text) if text.strip() else None
     except Exception:
+        return None
+    if data is not None and not isinstance(data, dict):
         return None
     return ConfigFile(path, data, text)
 
@@ -279,7 +314,7 @@ def _delete_lines(cfg: ConfigFile, parts: list[str]) -> str | None:
 
 
 # -- .env and the editor ------------------------------------------------------------------------
-def _set_env(settings: Settings, args: argparse.Namespace) -> int:
+def _set_env(paths: HermesPaths, args: argparse.Namespace) -> int:
     import os
     import sys
 
@@ -298,32 +333,32 @@ def _set_env(settings: Settings, args: argparse.Namespace) -> int:
     if not value:
         raise ConfigError(f"no value given for {name}; to remove it use 'hermes config unset-env {name}'")
     try:
-        set_dotenv_value(settings.paths.env, name, value)
+        set_dotenv_value(paths.env, name, value)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    print(f"Saved {name} in {settings.paths.env} (mode 0600).")
+    print(f"Saved {name} in {paths.env} (mode 0600).")
     if os.environ.get(name):
         print(f"Note: {name} is also exported in your shell, and the exported value takes precedence.")
     return 0
 
 
-def _unset_env(settings: Settings, args: argparse.Namespace) -> int:
+def _unset_env(paths: HermesPaths, args: argparse.Namespace) -> int:
     from hermes.config.dotenv import read_dotenv, set_dotenv_value
     from hermes.errors import ConfigError
 
     name: str = args.name
-    if name not in read_dotenv(settings.paths.env):
-        print(f"{name} was not set in {settings.paths.env}")
+    if name not in read_dotenv(paths.env):
+        print(f"{name} was not set in {paths.env}")
         return 0
     try:
-        set_dotenv_value(settings.paths.env, name, None)
+        set_dotenv_value(paths.env, name, None)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    print(f"Removed {name} from {settings.paths.env}")
+    print(f"Removed {name} from {paths.env}")
     return 0
 
 
-def _edit(settings: Settings, args: argparse.Namespace) -> int:
+def _edit(paths: HermesPaths, args: argparse.Namespace) -> int:
     import os
     import shlex
     import subprocess
@@ -332,7 +367,7 @@ def _edit(settings: Settings, args: argparse.Namespace) -> int:
     from hermes.errors import ConfigError
 
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    path = settings.paths.config
+    path = paths.config
     if not editor:
         raise ConfigError(f"set $EDITOR (or $VISUAL) to choose an editor, or edit {path} directly")
     if not path.exists():

@@ -19,10 +19,14 @@ import importlib.util
 import logging
 import re
 import sys
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
 from hermes.tools.registry import ToolRegistry
+from hermes.tools.registry import registry as global_registry
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +35,32 @@ ENTRY_POINT_GROUP = "hermes.plugins"
 #: plugin sub-folders holding backends for one feature rather than tools
 BACKEND_KINDS = frozenset({"video_gen"})
 
-_discovered: set[int] = set()
-_plugins_loaded: set[tuple[int, str]] = set()
+_discovered: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
+_plugins_loaded: weakref.WeakKeyDictionary[ToolRegistry, set[str]] = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def _loading(registry: ToolRegistry, source: str) -> Iterator[None]:
+    """Register under ``source``; if loading fails, take back every tool it registered."""
+    targets = {id(r): r for r in (registry, global_registry)}.values()
+    before = {id(r): set(r.names()) for r in targets}
+    for r in targets:
+        r.current_source = source
+    try:
+        yield
+    except BaseException:
+        for r in targets:
+            for name in set(r.names()) - before[id(r)]:
+                r.unregister(name)
+        raise
+    finally:
+        for r in targets:
+            r.current_source = "builtin"
+
+
+def _record_failure(registry: ToolRegistry, key: str, what: str, exc: BaseException) -> None:
+    registry.load_errors[key] = f"{type(exc).__name__}: {exc}"
+    logger.warning("%s skipped: %s: %s", what, type(exc).__name__, exc)
 
 
 def _registers_at_top_level(path: Path) -> bool:
@@ -44,9 +72,9 @@ def _registers_at_top_level(path: Path) -> bool:
 
 def discover_builtin_tools(registry: ToolRegistry) -> list[str]:
     """Import the built-in tool modules once per registry; returns the module names imported."""
-    if id(registry) in _discovered:
+    if registry in _discovered:
         return []
-    _discovered.add(id(registry))
+    _discovered.add(registry)
     import hermes.tools as pkg
 
     root = Path(pkg.__file__).parent
@@ -57,11 +85,11 @@ def discover_builtin_tools(registry: ToolRegistry) -> list[str]:
                 continue
             modname = f"hermes.tools.{family.name}" + ("" if path.stem == "__init__" else f".{path.stem}")
             try:
-                importlib.import_module(modname)
+                with _loading(registry, "builtin"):
+                    importlib.import_module(modname)
                 imported.append(modname)
             except Exception as exc:
-                registry.load_errors[modname] = f"{type(exc).__name__}: {exc}"
-                logger.warning("tool module %s skipped: %s: %s", modname, type(exc).__name__, exc)
+                _record_failure(registry, modname, f"tool module {modname}", exc)
     return imported
 
 
@@ -89,12 +117,17 @@ def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
     if init.exists():
         _import_file(pkgname, init)
         loaded.append(pkgname)
+    else:
+        # a package without __init__.py, so the plugin's modules can import each other relatively
+        package = ModuleType(pkgname)
+        package.__path__ = [str(folder)]
+        package.__package__ = pkgname
+        sys.modules[pkgname] = package
     for path in sorted(folder.glob("*.py")):
         if path.name == "__init__.py" or not _registers_at_top_level(path):
             continue
         modname = f"{pkgname}.{path.stem}"
-        if modname in sys.modules:
-            continue
+        sys.modules.pop(modname, None)
         _import_file(modname, path)
         loaded.append(modname)
     return loaded
@@ -102,10 +135,10 @@ def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
 
 def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_points: bool = True) -> list[str]:
     """Load plugin tools once per registry and folder; a broken plugin is skipped with its reason recorded."""
-    key = (id(registry), str(plugins_dir))
-    if key in _plugins_loaded:
+    seen = _plugins_loaded.setdefault(registry, set())
+    if str(plugins_dir) in seen:
         return []
-    _plugins_loaded.add(key)
+    seen.add(str(plugins_dir))
     loaded: list[str] = []
     if "hermes_plugins" not in sys.modules:
         ns = ModuleType("hermes_plugins")
@@ -115,34 +148,33 @@ def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_
         for item in sorted(plugins_dir.iterdir()):
             if item.name.startswith((".", "_")) or item.name in BACKEND_KINDS:
                 continue
+            if not item.is_dir() and item.suffix != ".py":
+                continue
             source = f"plugin:{item.stem}"
-            registry.current_source = source
             try:
-                if item.is_dir():
-                    loaded += _load_plugin_folder(registry, item)
-                elif item.suffix == ".py":
-                    modname = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', item.stem)}"
-                    _import_file(modname, item)
-                    loaded.append(modname)
+                with _loading(registry, source):
+                    if item.is_dir():
+                        loaded += _load_plugin_folder(registry, item)
+                    else:
+                        modname = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', item.stem)}"
+                        _import_file(modname, item)
+                        loaded.append(modname)
             except Exception as exc:
-                registry.load_errors[source] = f"{type(exc).__name__}: {exc}"
-                logger.warning("plugin %s skipped: %s: %s", item, type(exc).__name__, exc)
-            finally:
-                registry.current_source = "builtin"
+                prefix = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', item.stem)}"
+                for modname in [m for m in sys.modules if m == prefix or m.startswith(prefix + ".")]:
+                    del sys.modules[modname]
+                _record_failure(registry, source, f"plugin {item}", exc)
     if entry_points:
         from importlib.metadata import entry_points as _eps
 
         for ep in _eps(group=ENTRY_POINT_GROUP):
             source = f"entrypoint:{ep.name}"
-            registry.current_source = source
             try:
-                obj = ep.load()
-                if callable(obj):
-                    obj(registry)
+                with _loading(registry, source):
+                    obj = ep.load()
+                    if callable(obj):
+                        obj(registry)
                 loaded.append(source)
             except Exception as exc:
-                registry.load_errors[source] = f"{type(exc).__name__}: {exc}"
-                logger.warning("plugin entry point %s skipped: %s: %s", ep.name, type(exc).__name__, exc)
-            finally:
-                registry.current_source = "builtin"
+                _record_failure(registry, source, f"plugin entry point {ep.name}", exc)
     return loaded

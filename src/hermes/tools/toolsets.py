@@ -173,7 +173,7 @@ class ResolvedToolsets:
 
 
 def _expand(
-    names: Iterable[str], table: Mapping[str, Toolset], dynamic: Mapping[str, list[str]]
+    names: Iterable[str], table: Mapping[str, Toolset], dynamic: Mapping[str, list[str]], *, follow_all: bool = True
 ) -> list[str]:
     """Expand includes depth-first, each toolset once (so cycles terminate)."""
     out: list[str] = []
@@ -185,7 +185,12 @@ def _expand(
             continue
         seen.add(name)
         if name == "all":
-            stack.extend(reversed([n for n, t in table.items() if t.in_all] + sorted(dynamic)))
+            if not follow_all:
+                continue
+            # every toolset that may be part of "all"; bundles are skipped so their includes cannot
+            # drag in toolsets that must stay out (TS-4)
+            members = [n for n, t in table.items() if t.in_all and not n.startswith("hermes-")]
+            stack.extend(reversed(members + sorted(dynamic)))
             continue
         out.append(name)
         ts = table.get(name)
@@ -214,15 +219,14 @@ def resolve_toolsets(
     if unknown:
         known = sorted(set(table) | set(dynamic) | {"all"})
         raise ConfigError(f"unknown toolset(s): {', '.join(unknown)}. Known toolsets: {', '.join(known)}")
-    expanded = _expand(names, table, dynamic)
-    for name, ts in table.items():
-        if surface in ts.auto_on and name not in expanded:
-            expanded.append(name)
+    auto = [n for n, t in table.items() if surface in t.auto_on and n not in names]
+    expanded = _expand([*names, *auto], table, dynamic)
     for name in sorted(dynamic):
         if name not in expanded:
             expanded.append(name)
 
-    disabled_set = set(disabled)
+    # disabling a bundle disables what it includes, too
+    disabled_set = set(_expand(disabled, table, {}, follow_all=False)) if disabled else set()
     dropped: list[tuple[str, str]] = []
     kept: list[str] = []
     for name in expanded:

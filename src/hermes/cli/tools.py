@@ -1,0 +1,285 @@
+"""``hermes tools``: what a session on each surface gets, and turning toolsets on and off.
+
+* ``hermes tools list [--surface S] [--all]`` — the toolsets a new session on surface ``S`` (default
+  ``cli``) would get, why others are off or dropped, each registered tool with ✓ available or
+  ✗ unavailable and the reason (e.g. ``missing WEATHER_API_KEY``), and modules that failed to load.
+* ``hermes tools enable NAME...`` / ``hermes tools disable NAME...`` — edit ``agent.disabled_toolsets``
+  and ``toolsets:`` in config.yaml. Like every schema change they apply from the next session (TS-9).
+
+Subcommands are registered in :data:`SUBCOMMANDS`, so later ones (a category/vendor picker) slot in
+beside these. Only argparse is imported at module level.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes.config.settings import Settings
+    from hermes.tools.registry import ToolRegistry
+    from hermes.tools.toolsets import ResolvedToolsets, Surface
+
+SURFACE_NAMES = ("cli", "tui", "oneshot", "cron", "kanban", "messaging", "desktop")
+NEXT_SESSION = "Changes apply from the next session; a running session keeps the toolsets it started with."
+
+
+def _configure_list(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--surface", choices=SURFACE_NAMES, default="cli",
+                   help="the kind of session to show (default: cli)")
+    p.add_argument("--all", action="store_true", dest="show_all",
+                   help="also show bundles, toolsets this surface never gets and unregistered tool names")
+
+
+def _configure_names(p: argparse.ArgumentParser) -> None:
+    p.add_argument("names", nargs="+", metavar="NAME", help="toolset names (see 'hermes tools list --all')")
+    p.add_argument("--surface", choices=SURFACE_NAMES, default="cli",
+                   help="the surface whose default bundle decides whether a toolset must be listed "
+                        "under toolsets: (default: cli)")
+
+
+#: name -> (help, configure, run); add an entry to add a subcommand
+SUBCOMMANDS: dict[
+    str,
+    tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]],
+] = {}
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the ``tools`` subcommands (``list`` when none is given)."""
+    sub = parser.add_subparsers(dest="tools_command", metavar="SUBCOMMAND")
+    for name, (help_text, conf, _) in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        conf(sp)
+    parser.set_defaults(surface="cli", show_all=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen ``tools`` subcommand."""
+    command = getattr(args, "tools_command", None) or "list"
+    return SUBCOMMANDS[command][2](args)
+
+
+# -- discovery ----------------------------------------------------------------------------------
+def load_registry(settings: Settings) -> ToolRegistry:
+    """Discover built-in tools and plugins with ``.env`` visible to availability checks."""
+    from hermes.cli.common import export_dotenv
+    from hermes.config.optional_env import declare_from_loaded_plugins
+    from hermes.tools.discovery import discover_plugins
+    from hermes.tools.registry import discover_builtin_tools, registry
+
+    export_dotenv(settings)
+    registry.env_lookup = settings.env.get
+    discover_builtin_tools()
+    discover_plugins(registry, settings.paths.plugins)
+    declare_from_loaded_plugins()
+    registry.invalidate_checks()
+    return registry
+
+
+def _surface(name: str) -> Surface:
+    from hermes.tools.toolsets import Surface
+
+    return Surface(name)
+
+
+# -- list ---------------------------------------------------------------------------------------
+def _list(args: argparse.Namespace) -> int:
+    from hermes.cli.common import load_settings
+    from hermes.tools.toolsets import SURFACE_BUNDLES, TOOLSETS, resolve_toolsets
+
+    settings = load_settings(args)
+    reg = load_registry(settings)
+    surface = _surface(args.surface)
+    registered = reg.toolsets()
+    requested = settings.requested_toolsets()
+    disabled = settings.agent().disabled_toolsets
+    resolved = resolve_toolsets(surface, requested, disabled=disabled, registered=registered)
+
+    bundle = SURFACE_BUNDLES[surface]
+    if requested is None:
+        print(f"Surface: {surface.value} — default bundle {bundle}")
+    else:
+        print(f"Surface: {surface.value} — requested toolsets: {', '.join(requested)} (default: {bundle})")
+    print(f"Session toolsets: {', '.join(resolved.toolsets) or '(none)'}")
+    print(f"Tools in the session: {len(resolved.tools)} named, "
+          f"{sum(1 for t in resolved.tools if t in reg and reg.is_available(t))} registered and available")
+    print(NEXT_SESSION)
+    print()
+
+    names = [n for n in TOOLSETS if args.show_all or not n.startswith("hermes-")]
+    names += sorted(n for n in registered if n not in TOOLSETS)
+    for name in names:
+        ts = TOOLSETS.get(name)
+        state, note = _state(name, resolved, disabled, registered)
+        member_tools = list(ts.tools) if ts else []
+        member_tools += [t for t in registered.get(name, []) if t not in member_tools]
+        present = [t for t in member_tools if t in reg]
+        if not args.show_all and not present and state not in ("dropped", "disabled"):
+            continue
+        desc = ts.description if ts else f"from {_source_of(reg, present)}"
+        print(f"{state:<9} {name:<16} {desc}" + (f" — {note}" if note else ""))
+        if name.startswith("hermes-"):
+            includes = f"includes {', '.join(ts.includes)}; " if ts and ts.includes else ""
+            print(f"            {includes}{len(member_tools)} tools of its own, {len(present)} registered")
+            continue
+        for tool in member_tools:
+            if tool not in reg:
+                if args.show_all:
+                    print(f"            · {tool}  (not registered)")
+                continue
+            ok, reason = reg.availability(tool)
+            mark = f"✓ {tool}" if ok else f"✗ {tool} — unavailable: {reason}"
+            extra = "" if tool in resolved.tools or state not in ("on", "partly") else "  (not in this session)"
+            print(f"            {mark}{extra}")
+    if reg.load_errors:
+        print()
+        print("Failed to load (these tools are missing):")
+        for source_name, reason in sorted(reg.load_errors.items()):
+            print(f"  {source_name}: {reason}")
+    return 0
+
+
+def _source_of(reg: ToolRegistry, tools: list[str]) -> str:
+    sources = sorted({e.source for t in tools if (e := reg.get(t)) is not None})
+    return ", ".join(sources) or "a plugin"
+
+
+def _state(
+    name: str, resolved: ResolvedToolsets, disabled: tuple[str, ...], registered: dict[str, list[str]]
+) -> tuple[str, str]:
+    """``(state, note)``: on, partly, off, disabled or dropped, and why."""
+    from hermes.tools.toolsets import TOOLSETS
+
+    dropped = dict(resolved.dropped)
+    ts = TOOLSETS.get(name)
+    if name in disabled:
+        return "disabled", f"in agent.disabled_toolsets; 'hermes tools enable {name}' turns it back on"
+    if name in dropped:
+        return "dropped", dropped[name]
+    if name in resolved.toolsets:
+        return "on", ""
+    members = set(ts.tools if ts else ()) | set(registered.get(name, []))
+    if ts is not None and resolved.surface not in ts.surfaces:
+        return "off", f"never given to {resolved.surface.value} sessions"
+    covered = members & set(resolved.tools)
+    if members and covered == members:
+        return "on", "its tools come with the session's bundle"
+    if covered:
+        return "partly", f"{len(covered)} of {len(members)} tools come with the session's bundle"
+    if ts is not None and ts.opt_in:
+        return "off", f"opt-in: 'hermes tools enable {name}'"
+    return "off", f"'hermes tools enable {name}' adds it"
+
+
+# -- enable / disable ---------------------------------------------------------------------------
+def _known(settings: Settings, names: list[str]) -> dict[str, list[str]]:
+    """Registered toolsets (loading plugins only when a name is not in the table); unknown → error."""
+    from hermes.errors import ConfigError
+    from hermes.tools.toolsets import TOOLSETS
+
+    registered: dict[str, list[str]] = {}
+    if any(n not in TOOLSETS for n in names):
+        registered = load_registry(settings).toolsets()
+    unknown = [n for n in names if n not in TOOLSETS and n not in registered]
+    if unknown:
+        known = sorted(set(TOOLSETS) | set(registered))
+        hint = " ('all' is set with: hermes config set toolsets '[all]')" if "all" in unknown else ""
+        raise ConfigError(
+            f"unknown toolset(s): {', '.join(unknown)}. Known toolsets: {', '.join(known)}{hint}"
+        )
+    return registered
+
+
+def _disable(args: argparse.Namespace) -> int:
+    from hermes.config.settings import Settings
+
+    settings = Settings.load()
+    names: list[str] = list(dict.fromkeys(args.names))
+    _known(settings, names)
+    cfg = settings.config
+    current = cfg.get("agent.disabled_toolsets")
+    if current is not None and not isinstance(current, list):
+        from hermes.errors import ConfigError
+
+        raise ConfigError("agent.disabled_toolsets must be a list of toolset names")
+    added = [n for n in names if current is None or n not in current]
+    if added:
+        if current is None:
+            cfg.set("agent.disabled_toolsets", added)
+        else:
+            current.extend(added)
+        cfg.save()
+    for name in names:
+        if name in added:
+            print(f"Disabled {name} (added to agent.disabled_toolsets in {settings.paths.config}).")
+        else:
+            print(f"{name} was already disabled.")
+    print(NEXT_SESSION)
+    return 0
+
+
+def _enable(args: argparse.Namespace) -> int:
+    from hermes.config.settings import Settings
+    from hermes.errors import ConfigError
+    from hermes.tools.toolsets import SURFACE_BUNDLES, TOOLSETS, resolve_toolsets
+
+    settings = Settings.load()
+    names: list[str] = list(dict.fromkeys(args.names))
+    registered = _known(settings, names)
+    surface = _surface(args.surface)
+    cfg = settings.config
+    changed = emptied = False
+    disabled = cfg.get("agent.disabled_toolsets")
+    if isinstance(disabled, list):
+        for name in names:
+            while name in disabled:
+                disabled.remove(name)
+                changed = True
+                print(f"Removed {name} from agent.disabled_toolsets.")
+        emptied = changed and not disabled
+    requested = settings.requested_toolsets()
+    still_disabled = [str(x) for x in disabled] if isinstance(disabled, list) else []
+    for name in names:
+        ts = TOOLSETS.get(name)
+        if ts is not None and surface not in ts.surfaces:
+            where = ", ".join(sorted(s.value for s in ts.surfaces)) or "no interactive surface"
+            print(f"{name} is only given to sessions on: {where}; it is not added to toolsets:.")
+            continue
+        res = resolve_toolsets(surface, requested, disabled=still_disabled, registered=registered)
+        members = set(ts.tools) if ts else set(registered.get(name, []))
+        on = name in res.toolsets or (bool(members) and members <= set(res.tools))
+        if on:
+            print(f"{name} is enabled for {surface.value} sessions.")
+            continue
+        toolsets = cfg.get("toolsets")
+        if isinstance(toolsets, str):
+            toolsets = [t.strip() for t in toolsets.split(",") if t.strip()]
+            cfg.set("toolsets", toolsets)
+        if toolsets is None:
+            cfg.set("toolsets", [SURFACE_BUNDLES[surface], name])
+        elif isinstance(toolsets, list):
+            toolsets.append(name)
+        else:
+            raise ConfigError("toolsets must be a list of toolset names")
+        requested = [str(t) for t in cfg.get("toolsets")]
+        changed = True
+        print(f"Enabled {name} (added to toolsets: in {settings.paths.config}).")
+    if changed:
+        cfg.save()
+    if emptied:
+        from hermes.cli.config import delete_key
+        from hermes.config.yamlfile import ConfigFile
+
+        delete_key(ConfigFile.load(settings.paths.config), "agent.disabled_toolsets")  # keeps comments
+    print(NEXT_SESSION)
+    return 0
+
+
+SUBCOMMANDS.update({
+    "list": ("list toolsets and tools with their availability", _configure_list, _list),
+    "enable": ("turn toolsets on (removes them from agent.disabled_toolsets, adds opt-in ones to "
+               "toolsets:)", _configure_names, _enable),
+    "disable": ("turn toolsets off (adds them to agent.disabled_toolsets)", _configure_names, _disable),
+})
