@@ -38,6 +38,7 @@ from hermes.tools.toolsets import Surface
 from hermes.tools.validation import parse_arguments, validate_arguments
 
 if TYPE_CHECKING:
+    from hermes.config.settings import Settings
     from hermes.store.sessions import SessionStore
 
 #: an intercepted tool: (parsed arguments, agent) -> JSON string
@@ -79,6 +80,7 @@ class Agent:
     state: dict[str, Any] = field(default_factory=dict)
     intercepts: dict[str, InterceptHandler] = field(default_factory=dict)
     tool_choice: str | dict[str, Any] | None = None
+    settings: Settings | None = None
 
     def __post_init__(self) -> None:
         self._cancel = threading.Event()

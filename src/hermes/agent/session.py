@@ -92,6 +92,7 @@ def new_agent(
     agent = Agent(
         provider=provider, registry=reg, sink=sink, surface=surface, tools=tools, messages=[],
         config=_config(settings), store=store, session_id=session_id, intercepts=default_intercepts(),
+        settings=settings,
     )
     agent.append({"role": "system", "content": system})
     return agent
@@ -125,5 +126,5 @@ def open_agent(
     return Agent(
         provider=provider, registry=reg, sink=sink, surface=request.surface, tools=tuple(info.tools),
         messages=store.messages(info.id), config=_config(settings), store=store, session_id=info.id,
-        intercepts=default_intercepts(),
+        intercepts=default_intercepts(), settings=settings,
     )
