@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable, Mapping
 
-_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:$|_)", re.IGNORECASE)
+#: a secret word at the end of the name (OPENAI_API_KEY, GITHUB_TOKEN), or SECRET/PASSWORD anywhere;
+#: names that point at a secret (MODEL_API_KEY_ENV, SSL_KEY_FILE) are not secrets themselves
+_SECRET_NAME = re.compile(
+    r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|(?:^|_)(?:SECRET|PASSWORD|PASSWD)(?:_|$)",
+    re.IGNORECASE,
+)
 _SHAPES = re.compile(
     r"(?P<bearer>\b[Bb]earer\s+)[A-Za-z0-9._~+/=-]{12,}"
     r"|\b(?:sk|rk|pk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9]{16,}"
@@ -27,8 +33,22 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
+_cache: tuple[float, list[str]] = (-1.0, [])
+_CACHE_TTL = 1.0
+
+
 def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
-    """Values worth masking: long enough to be unambiguous, longest first."""
+    """Values worth masking: long enough to be unambiguous, longest first.
+
+    For the process environment the answer is cached for a second (this runs on every tool result).
+    """
+    global _cache
+    if env is None and not extra:
+        now = time.monotonic()
+        if now - _cache[0] < _CACHE_TTL:
+            return _cache[1]
+        _cache = (now, secret_values(dict(os.environ), ()))
+        return _cache[1]
     source = os.environ if env is None else env
     values = {v for k, v in source.items() if v and len(v) >= _MIN_SECRET_LEN and is_secret_name(k)}
     values.update(v for v in extra if v and len(v) >= _MIN_SECRET_LEN)

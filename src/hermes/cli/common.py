@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -54,6 +53,8 @@ def eprint(*parts: Any) -> None:
 
 def run_command(module: str, args: argparse.Namespace) -> int:
     """Run one command module, turning hermes errors into a one-line message and exit code 1."""
+    import logging
+
     from hermes.errors import HermesError
 
     logging.basicConfig(

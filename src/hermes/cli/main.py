@@ -30,7 +30,26 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: root options that take a value (so the word after them is not a command name)
+_VALUE_OPTIONS = frozenset({"-z", "--base-url", "--model", "-m", "--provider", "--toolsets", "-t", "--max-iterations"})
+
+
+def selected_command(argv: Sequence[str]) -> str | None:
+    """The command word in ``argv``, if any, without building the parser."""
+    names = {name for name, _, _ in COMMANDS}
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in _VALUE_OPTIONS:
+            skip = True
+        elif not token.startswith("-"):
+            return token if token in names else None
+    return None
+
+
+def build_parser(only: str | None = "*") -> argparse.ArgumentParser:
+    """The argument parser; ``only`` names the one command whose options are built ("*": all)."""
     from hermes.cli.common import add_model_flags
 
     parser = argparse.ArgumentParser(
@@ -48,15 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in COMMANDS:
         sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
-        mod = importlib.import_module(f"hermes.cli.{module}")
-        mod.configure(sp)
+        if only in ("*", name):
+            importlib.import_module(f"hermes.cli.{module}").configure(sp)
         sp.set_defaults(_module=module)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # answered before building every sub-parser
+        print(f"hermes {__version__}")
+        return 0
+    parser = build_parser(only=selected_command(argv))
+    args = parser.parse_args(argv)
     from hermes.cli.common import run_command
 
     if args.oneshot is not None:

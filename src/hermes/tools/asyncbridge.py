@@ -8,10 +8,12 @@ loop lives as long as the process, async clients (HTTP connection pools) can be 
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -21,6 +23,8 @@ _thread: threading.Thread | None = None
 
 
 def _bridge_loop() -> asyncio.AbstractEventLoop:
+    import asyncio
+
     global _loop, _thread
     with _lock:
         if _loop is not None and _thread is not None and _thread.is_alive():
@@ -42,6 +46,8 @@ def _bridge_loop() -> asyncio.AbstractEventLoop:
 
 def run_sync(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     """Run ``coro`` to completion and return its result, from any thread or loop."""
+    import asyncio
+
     loop = _bridge_loop()
     try:
         running = asyncio.get_running_loop()

@@ -18,10 +18,9 @@ plugins lives in :mod:`hermes.tools.discovery`.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,8 +250,8 @@ class ToolRegistry:
 
     def _call(self, entry: ToolEntry, args: dict[str, Any], kw: dict[str, Any]) -> Any:
         result = entry.handler(args, **kw)
-        if entry.is_async or inspect.isawaitable(result):
-            if not inspect.iscoroutine(result):
+        if entry.is_async or isinstance(result, Coroutine):
+            if not isinstance(result, Coroutine):
                 raise ToolError(f"async handler of '{entry.name}' did not return a coroutine")
             result = run_sync(result)
         return result

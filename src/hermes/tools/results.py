@@ -8,12 +8,9 @@ head and tail of it with a marker naming how much was left out and where the who
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
-
-from hermes.config.atomic import atomic_write
 
 TRUNCATION_MARKER = "[hermes: tool result truncated"
 
@@ -39,6 +36,10 @@ def fit_result(text: str, budget: int, *, tool: str, spill_dir: Path | None = No
         return text
     where = ""
     if spill_dir is not None:
+        import hashlib
+
+        from hermes.config.atomic import atomic_write
+
         digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:16]
         path = spill_dir / f"{tool}-{digest}.txt"
         try:
