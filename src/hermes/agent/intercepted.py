@@ -23,5 +23,11 @@ def _todo(args: dict[str, Any], agent: Agent) -> str:
     return todo.apply(args)
 
 
+def _delegate(args: dict[str, Any], agent: Agent) -> str:
+    from hermes.agent.delegation import run_delegation
+
+    return run_delegation(args, agent)
+
+
 def default_intercepts() -> dict[str, InterceptHandler]:
-    return {"todo_list": _todo}
+    return {"todo_list": _todo, "delegate_task": _delegate}

@@ -81,6 +81,8 @@ class Agent:
     intercepts: dict[str, InterceptHandler] = field(default_factory=dict)
     tool_choice: str | dict[str, Any] | None = None
     settings: Settings | None = None
+    #: 0 for a session a person started; children of delegate_task are one deeper
+    depth: int = 0
 
     def __post_init__(self) -> None:
         self._cancel = threading.Event()
@@ -99,6 +101,10 @@ class Agent:
     def interrupt(self) -> None:
         """Stop the running turn as soon as possible (thread-safe)."""
         self._cancel.set()
+
+    @property
+    def interrupted(self) -> bool:
+        return self._cancel.is_set()
 
     def run_turn(self, user_text: str) -> TurnResult:
         self._cancel.clear()

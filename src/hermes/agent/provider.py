@@ -110,7 +110,7 @@ class OpenAICompatProvider:
             if options.cancel is not None and options.cancel.is_set():
                 raise TurnInterrupted("interrupted")
             try:
-                return self._once(messages, tools, options)
+                return _interruptible(lambda: self._once(messages, tools, options), options.cancel)
             except _Transient as exc:
                 attempt += 1
                 if attempt > self.settings.max_retries:
@@ -256,6 +256,35 @@ class OpenAICompatProvider:
             completion_tokens=usage[1],
             reasoning="".join(reasoning) or None,
         )
+
+
+def _interruptible(fn: Callable[[], Completion], cancel: threading.Event | None) -> Completion:
+    """Run one HTTP exchange in a helper thread so an interrupt does not wait for the server.
+
+    An abandoned exchange notices the cancel flag at its next chunk and closes its stream; a server
+    that sends nothing is left to the client's timeout, in the background.
+    """
+    if cancel is None:
+        return fn()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="hermes-model-call", daemon=True).start()
+    while not done.wait(0.05):
+        if cancel.is_set():
+            raise TurnInterrupted("interrupted")
+    if "error" in box:
+        raise box["error"]
+    result: Completion = box["value"]
+    return result
 
 
 def _error_message(exc: Any) -> str:
