@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from fakes.model_server import Reply, call
-
 from hermes.agent.events import RecordingSink
 from hermes.agent.session import new_agent
 from hermes.config.settings import Overrides, Settings
