@@ -33,22 +33,31 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-_cache: tuple[float, list[str]] = (-1.0, [])
+_names_cache: tuple[float, int, list[str]] = (-1.0, -1, [])
 _CACHE_TTL = 1.0
+
+
+def _secret_names() -> list[str]:
+    """Names of secret-looking variables in os.environ; rescanned when the set may have changed."""
+    global _names_cache
+    now = time.monotonic()
+    stamp, size, names = _names_cache
+    if size == len(os.environ) and now - stamp < _CACHE_TTL:
+        return names
+    names = [k for k in os.environ if is_secret_name(k)]
+    _names_cache = (now, len(os.environ), names)
+    return names
 
 
 def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:
     """Values worth masking: long enough to be unambiguous, longest first.
 
-    For the process environment the answer is cached for a second (this runs on every tool result).
+    For the process environment the secret-looking *names* are cached briefly (this runs on every
+    tool result); their values are always read fresh.
     """
-    global _cache
     if env is None and not extra:
-        now = time.monotonic()
-        if now - _cache[0] < _CACHE_TTL:
-            return _cache[1]
-        _cache = (now, secret_values(dict(os.environ), ()))
-        return _cache[1]
+        values = {v for k in _secret_names() if (v := os.environ.get(k)) and len(v) >= _MIN_SECRET_LEN}
+        return sorted(values, key=len, reverse=True)
     source = os.environ if env is None else env
     values = {v for k, v in source.items() if v and len(v) >= _MIN_SECRET_LEN and is_secret_name(k)}
     values.update(v for v in extra if v and len(v) >= _MIN_SECRET_LEN)

@@ -10,8 +10,10 @@ Sinks may be called from tool worker threads, so implementations must be thread-
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
+
+from hermes.tools.requests import Request as Request  # defined with the tools, re-exported here
 
 
 @dataclass(frozen=True)
@@ -87,14 +89,6 @@ Event = (
     TextDelta | ReasoningDelta | AssistantMessage | ToolStarted | ToolFinished | Retrying | Notice | Usage
     | TurnFinished
 )
-
-
-@dataclass(frozen=True)
-class Request:
-    """Something only a person can answer (an approval, clarifying questions). Subclassed by tools."""
-
-    kind: str
-    payload: dict[str, Any] = field(default_factory=dict)
 
 
 class EventSink(Protocol):

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     from hermes.surfaces.cli import run_interactive
     from hermes.surfaces.console import ConsoleSink
 
-    agent = open_agent(settings, request, ConsoleSink())
+    agent = open_agent(settings, request, ConsoleSink(interactive=True))
     model = settings.model()
     state = "resumed" if request.resume or request.continue_last else "new"
     banner = (f"hermes · {model.model} at {model.base_url} · {len(agent.tools)} tools · {state} session "

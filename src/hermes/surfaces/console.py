@@ -2,6 +2,13 @@
 
 Used by the interactive chat (text streamed to stdout) and by one-shot runs (nothing but the final
 answer on stdout; activity on stderr). Thread-safe: tool events arrive from worker threads.
+
+An *interactive* sink (the chat) answers requests through :mod:`hermes.surfaces.clarify_cli`:
+``clarify`` with the question prompt, ``approval`` with ``Allow? [o]nce / [s]ession / [a]lways /
+[d]eny`` (answering ``"once"``, ``"session"``, ``"always"`` or ``"deny"``). On a terminal these are
+prompt_toolkit prompts; when stdin is not a terminal they read plain lines from it. One request is
+asked at a time; events arriving meanwhile are held and shown afterwards. A non-interactive sink
+(one-shot) answers every request with ``None``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from hermes.agent.events import (
 )
 
 MAX_ARG_PREVIEW = 80
+#: how long an approval prompt waits when the request does not say (then: nobody answered)
+APPROVAL_TIMEOUT = 300.0
 
 
 def preview_arguments(raw: str, limit: int = MAX_ARG_PREVIEW) -> str:
@@ -58,12 +67,19 @@ class ConsoleSink:
         activity: TextIO | None = None,
         stream_text: bool = True,
         color: bool | None = None,
+        interactive: bool = False,
+        stdin: TextIO | None = None,
     ) -> None:
         self.out = out or sys.stdout
         self.activity = activity or sys.stdout
         self.stream_text = stream_text
         self.color = self.activity.isatty() if color is None else color
+        #: whether a person at this terminal answers requests (clarify, approvals)
+        self.interactive = interactive
+        self._stdin = stdin
         self._lock = threading.Lock()
+        self._ask_lock = threading.Lock()
+        self._held: list[Event] | None = None
         self._mid_line = False
 
     def _c(self, code: str, text: str) -> str:
@@ -78,7 +94,10 @@ class ConsoleSink:
 
     def emit(self, event: Event) -> None:
         with self._lock:
-            self._emit(event)
+            if self._held is not None:  # a prompt owns the terminal; show this afterwards
+                self._held.append(event)
+            else:
+                self._emit(event)
 
     def _emit(self, event: Event) -> None:
         if isinstance(event, TextDelta):
@@ -107,5 +126,54 @@ class ConsoleSink:
             if event.reason == "budget_exhausted":
                 self._line(self._c("33", f"  (tool budget of {event.iterations} iterations used up)"))
 
+    # -- requests ---------------------------------------------------------------------------------
     def ask(self, request: Request) -> Any | None:
-        return None
+        """Ask the person (interactive sinks only); ``None`` when nobody can answer this request."""
+        if not self.interactive or request.kind not in ("clarify", "approval"):
+            return None
+        with self._ask_lock:
+            with self._lock:
+                if self._mid_line:
+                    self.out.write("\n")
+                    self.out.flush()
+                    self._mid_line = False
+                self._held = []
+            try:
+                return self._clarify(request) if request.kind == "clarify" else self._approve(request)
+            finally:
+                with self._lock:
+                    held, self._held = self._held or [], None
+                    for event in held:
+                        self._emit(event)
+
+    def _terminal(self) -> bool:
+        stdin = self._stdin or sys.stdin
+        return self._stdin is None and stdin.isatty() and self.out.isatty()
+
+    def _clarify(self, request: Request) -> Any | None:
+        from hermes.surfaces import clarify_cli
+        from hermes.tools.clarify.core import ClarifySession, request_questions, request_timeout
+
+        questions = request_questions(request)
+        if not questions:
+            return None
+        state = ClarifySession(questions)
+        if self._terminal():
+            return clarify_cli.run_clarify_prompt(state, request_timeout(request)).result()
+        stdin = self._stdin or sys.stdin
+        return clarify_cli.line_clarify(state, stdin.readline, self._write_prompt).result()
+
+    def _approve(self, request: Request) -> str | None:
+        from hermes.surfaces import clarify_cli
+        from hermes.tools.clarify.core import request_timeout
+
+        command = str(request.payload.get("command", ""))
+        reason = str(request.payload.get("reason", ""))
+        if self._terminal():
+            wait = request_timeout(request, APPROVAL_TIMEOUT)
+            return clarify_cli.run_approval_prompt(command, reason, wait)
+        return clarify_cli.line_approval(command, reason, self._stdin or sys.stdin, self._write_prompt)
+
+    def _write_prompt(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()

@@ -1,0 +1,343 @@
+"""Asking the person at the terminal: clarify questions and command approvals.
+
+:func:`run_clarify_prompt` is the TUI/CLI engine of ``clarify`` (SPEC T-CLAR): a prompt_toolkit
+application drawn inline below the chat, showing a compact status list (``✓`` answered, ``▸``
+answering, ``·`` unanswered) where only the current question's choices are open.
+
+* ↑/↓ highlight a choice (Space ticks it on multi-select questions); typing gives an answer in your
+  own words — a number or a choice's text picks that choice, commas separate several picks;
+* Enter confirms the current answer and moves to the next unanswered question; Enter with nothing
+  chosen or typed skips that question;
+* Tab / Shift-Tab move between questions in any order (answers stay editable until all are done);
+* Esc (or Ctrl-C) cancels everything;
+* when every question is answered or skipped the answers are submitted; when ``timeout`` runs out,
+  the confirmed answers are kept and the rest stay unanswered.
+
+:func:`run_approval_prompt` asks ``Allow? [o]nce / [s]ession / [a]lways / [d]eny`` for a dangerous
+command. Both take an optional prompt_toolkit ``Input``/``Output`` so tests can drive them through a
+pipe; :func:`line_clarify` and :func:`line_approval` are the plain line-by-line versions used when
+stdin is not a terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import ConditionalContainer, HSplit, Layout, Window
+from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
+from prompt_toolkit.output import Output
+from prompt_toolkit.styles import Style
+
+from hermes.tools.clarify.core import Answer, ClarifySession
+
+APPROVAL_CHOICES = {"o": "once", "s": "session", "a": "always", "d": "deny"}
+HINT = "↑↓ choose · Enter confirm (empty: skip) · Tab next question · Esc cancel all"
+STYLE = Style.from_dict({
+    "answered": "ansigreen", "current": "bold", "dim": "ansibrightblack", "hl": "reverse", "warn": "ansiyellow",
+})
+#: how long a lone Esc byte waits for the rest of an escape sequence (prompt_toolkit's default is 0.5 s)
+ESC_WAIT = 0.05
+
+
+class ClarifyPrompt:
+    """The state of the terminal UI around a :class:`ClarifySession` (choice cursor, ticks, drafts)."""
+
+    def __init__(self, state: ClarifySession, *, timeout: float | None = None,
+                 input: Input | None = None, output: Output | None = None) -> None:
+        self.state = state
+        self.timeout = timeout
+        #: highlighted choice per question (-1: none)
+        self.cursor: dict[int, int] = {}
+        #: ticked choices of multi-select questions
+        self.ticked: dict[int, set[int]] = {}
+        #: text typed but not confirmed, per question
+        self.drafts: dict[int, str] = {}
+        self.buffer = Buffer(multiline=False)
+        self.app: Application[None] = Application(
+            layout=Layout(HSplit([
+                Window(FormattedTextControl(self._render), dont_extend_height=True, wrap_lines=True),
+                ConditionalContainer(
+                    Window(BufferControl(self.buffer), height=1, get_line_prefix=lambda *_: [("bold", "› ")]),
+                    filter=Condition(lambda: not self.state.done),
+                ),
+            ]), focused_element=self.buffer),
+            key_bindings=self._bindings(),
+            style=STYLE,
+            full_screen=False,
+            input=input,
+            output=output,
+        )
+        self.app.ttimeoutlen = ESC_WAIT
+        self._load(state.current)
+
+    # -- rendering ----------------------------------------------------------------------------------
+    def _render(self) -> StyleAndTextTuples:
+        st = self.state
+        lines: StyleAndTextTuples = []
+        head = f"❓ {len(st.questions)} question{'s' if len(st.questions) > 1 else ''} from Hermes"
+        lines.append(("bold", head))
+        lines.append(("class:dim", f"\n  {HINT}\n" if not st.done else f"  ({st.outcome})\n"))
+        for i, q in enumerate(st.questions):
+            current = i == st.current and not st.done
+            status = st.statuses[i]
+            mark = "▸" if current else "✓" if status == "answered" else "·"
+            style = "class:current" if current else "class:answered" if status == "answered" else ""
+            lines.append((style, f" {mark} {i + 1}. {q.text}"))
+            if status == "answered" and not current:
+                lines.append(("class:dim", f"  → {_show(st.answers[i])}"))
+            elif status == "skipped":
+                lines.append(("class:dim", "  (skipped)"))
+            lines.append(("", "\n"))
+            if current:
+                lines.extend(self._choice_lines(i))
+        if lines and lines[-1][1].endswith("\n"):
+            lines[-1] = (lines[-1][0], lines[-1][1][:-1])
+        return lines
+
+    def _choice_lines(self, i: int) -> StyleAndTextTuples:
+        q = self.state.questions[i]
+        out: StyleAndTextTuples = []
+        cur = self.cursor.get(i, -1)
+        for n, choice in enumerate(q.choices):
+            box = ("[x] " if n in self.ticked.get(i, set()) else "[ ] ") if q.multi_select else ""
+            pointer = "❯ " if n == cur else "  "
+            out.append(("class:hl" if n == cur else "", f"     {pointer}{box}{n + 1}) {choice}"))
+            out.append(("", "\n"))
+        if q.choices:
+            extra = "Space ticks, " if q.multi_select else ""
+            out.append(("class:dim", f"     ({extra}or type your own answer)\n"))
+        return out
+
+    # -- keys ---------------------------------------------------------------------------------------
+    def _bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+        has_choices = Condition(lambda: bool(self.state.questions[self.state.current].choices))
+        can_tick = Condition(lambda: self.state.questions[self.state.current].multi_select
+                             and self.cursor.get(self.state.current, -1) >= 0 and not self.buffer.text)
+
+        @kb.add("up", filter=has_choices)
+        def _up(event: KeyPressEvent) -> None:
+            i = self.state.current
+            self.cursor[i] = max(-1, self.cursor.get(i, -1) - 1)
+
+        @kb.add("down", filter=has_choices)
+        def _down(event: KeyPressEvent) -> None:
+            i = self.state.current
+            self.cursor[i] = min(len(self.state.questions[i].choices) - 1, self.cursor.get(i, -1) + 1)
+
+        @kb.add("space", filter=can_tick)
+        def _tick(event: KeyPressEvent) -> None:
+            i = self.state.current
+            self.ticked.setdefault(i, set()).symmetric_difference_update({self.cursor[i]})
+
+        @kb.add("enter")
+        def _enter(event: KeyPressEvent) -> None:
+            self.confirm()
+
+        @kb.add("tab")
+        def _next(event: KeyPressEvent) -> None:
+            self.go(1)
+
+        @kb.add("s-tab")
+        def _prev(event: KeyPressEvent) -> None:
+            self.go(-1)
+
+        @kb.add("escape", eager=True)
+        @kb.add("c-c")
+        def _cancel(event: KeyPressEvent) -> None:
+            self.state.cancel()
+            self._exit()
+
+        return kb
+
+    # -- actions ------------------------------------------------------------------------------------
+    def current_answer(self) -> Answer | None:
+        """What Enter would confirm for the current question (None: skip)."""
+        i = self.state.current
+        q = self.state.questions[i]
+        typed = q.interpret(self.buffer.text)
+        cur = self.cursor.get(i, -1)
+        if not q.multi_select:
+            if typed is not None:
+                return typed
+            return q.choices[cur] if 0 <= cur < len(q.choices) else None
+        picked = [q.choices[n] for n in sorted(self.ticked.get(i, set()))]
+        for extra in typed if isinstance(typed, list) else []:
+            if extra not in picked:
+                picked.append(extra)
+        if not picked and 0 <= cur < len(q.choices):
+            picked = [q.choices[cur]]
+        return picked or None
+
+    def confirm(self) -> None:
+        """Enter: confirm (or skip) the current question and go on; exit when all are done."""
+        i = self.state.current
+        value = self.current_answer()
+        self.drafts.pop(i, None)
+        if value is None:
+            self.state.skip(i)
+        else:
+            self.state.answer(i, value)
+        if self.state.done:
+            self._exit()
+        else:
+            self._load(self.state.current)
+
+    def go(self, step: int) -> None:
+        """Tab / Shift-Tab: keep the draft and move to another question."""
+        self.drafts[self.state.current] = self.buffer.text
+        self._load(self.state.move(step))
+
+    def _load(self, i: int) -> None:
+        """Show question ``i``: its draft, or its confirmed answer so Enter keeps it."""
+        q = self.state.questions[i]
+        text = self.drafts.get(i)
+        if text is None and self.state.statuses[i] == "answered":
+            ans = self.state.answers[i]
+            chosen = ans if isinstance(ans, list) else [ans] if ans else []
+            self.ticked[i] = {q.choices.index(a) for a in chosen if a in q.choices} if q.multi_select else set()
+            own = [a for a in chosen if a not in q.choices]
+            if not q.multi_select and chosen and chosen[0] in q.choices:
+                self.cursor[i] = q.choices.index(chosen[0])
+            text = ", ".join(own)
+        self.buffer.set_document(Document(text or ""), bypass_readonly=True)
+
+    # -- running ------------------------------------------------------------------------------------
+    def _start_timer(self) -> None:
+        self.app.create_background_task(self._timer())
+
+    async def _timer(self) -> None:
+        if self.timeout is None:
+            return
+        await asyncio.sleep(self.timeout)
+        self.state.time_out()
+        self._exit()
+
+    def _exit(self) -> None:
+        if not self.app.is_done:
+            self.app.exit()
+
+    def run(self) -> ClarifySession:
+        """Run until submitted, cancelled or timed out; returns the session."""
+        if self.state.done:
+            return self.state
+        self.app.pre_run_callables.append(self._start_timer)
+        with contextlib.suppress(EOFError):  # the input went away: nobody is answering any more
+            self.app.run()
+        if not self.state.done:
+            self.state.time_out()
+        return self.state
+
+
+def _show(answer: Answer | None) -> str:
+    return ", ".join(answer) if isinstance(answer, list) else answer or ""
+
+
+def run_clarify_prompt(state: ClarifySession, timeout: float | None = None, *,
+                       input: Input | None = None, output: Output | None = None) -> ClarifySession:
+    """Ask the questions of ``state`` at the terminal (see the module docstring)."""
+    return ClarifyPrompt(state, timeout=timeout, input=input, output=output).run()
+
+
+def run_approval_prompt(command: str, reason: str, timeout: float | None = None, *,
+                        input: Input | None = None, output: Output | None = None) -> str | None:
+    """``once`` / ``session`` / ``always`` / ``deny`` for a dangerous command; None when nobody answered.
+
+    The keys o, s, a, d answer; Esc and Ctrl-C deny.
+    """
+    answer: list[str] = []
+    kb = KeyBindings()
+
+    def choose(value: str) -> Callable[[KeyPressEvent], None]:
+        def handler(event: KeyPressEvent) -> None:
+            if not answer:
+                answer.append(value)
+                event.app.exit()
+        return handler
+
+    for key, value in APPROVAL_CHOICES.items():
+        kb.add(key)(choose(value))
+        kb.add(key.upper())(choose(value))
+    kb.add("escape", eager=True)(choose("deny"))
+    kb.add("c-c")(choose("deny"))
+
+    def render() -> StyleAndTextTuples:
+        chosen = f" {answer[0]}" if answer else ""
+        return [("class:warn bold", f"⚠ {reason or 'this command needs your approval'}\n"),
+                ("", f"  $ {command}\n"), ("bold", f"Allow? [o]nce / [s]ession / [a]lways / [d]eny{chosen}")]
+
+    app: Application[None] = Application(
+        layout=Layout(Window(FormattedTextControl(render, focusable=True), dont_extend_height=True,
+                             wrap_lines=True)),
+        key_bindings=kb, style=STYLE, full_screen=False, input=input, output=output,
+    )
+    app.ttimeoutlen = ESC_WAIT
+
+    async def timer() -> None:
+        if timeout is not None:
+            await asyncio.sleep(timeout)
+            if not app.is_done:
+                app.exit()
+
+    def start_timer() -> None:
+        app.create_background_task(timer())
+
+    app.pre_run_callables.append(start_timer)
+    try:
+        app.run()
+    except EOFError:
+        return None
+    return answer[0] if answer else None
+
+
+# -- line mode (stdin is not a terminal) ----------------------------------------------------------------
+CANCEL_WORD = "/cancel"
+
+
+def line_clarify(state: ClarifySession, read_line: Callable[[], str], write: Callable[[str], Any]) -> ClarifySession:
+    """Ask one question per line: a blank line skips, ``/cancel`` cancels all, end of input = no reply."""
+    while not state.done:
+        i = state.current
+        q = state.questions[i]
+        write(f"❓ ({i + 1}/{len(state.questions)}) {q.text}\n")
+        for n, choice in enumerate(q.choices, 1):
+            write(f"   {n}) {choice}\n")
+        multi = " (several: 1,3)" if q.multi_select else ""
+        write(f"   answer{multi}; empty line skips, {CANCEL_WORD} cancels all › ")
+        line = read_line()
+        if not line:
+            state.time_out()
+        elif line.strip() == CANCEL_WORD:
+            state.cancel()
+        else:
+            value = q.interpret(line)
+            if value is None:
+                state.skip(i)
+            else:
+                state.answer(i, value)
+    return state
+
+
+def line_approval(command: str, reason: str, stream: TextIO, write: Callable[[str], Any]) -> str | None:
+    """The approval question answered by a line (``o``/``once``, ...); None at end of input."""
+    write(f"⚠ {reason or 'this command needs your approval'}\n  $ {command}\n")
+    for _ in range(3):
+        write("Allow? [o]nce / [s]ession / [a]lways / [d]eny › ")
+        line = stream.readline()
+        if not line:
+            return None
+        word = line.strip().lower()
+        for key, value in APPROVAL_CHOICES.items():
+            if word in (key, value):
+                return value
+    return "deny"
