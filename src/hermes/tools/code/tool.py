@@ -1,0 +1,164 @@
+"""``execute_code`` — run a Python script that can call the agent's tools (SPEC T-CODE).
+
+The handler works out which tools the script may call (:func:`~hermes.tools.code.limits.allowed_tools`),
+then :func:`~hermes.tools.code.runner.run_script` runs it. Each tool call of the script comes back to
+this process and goes through ``registry.dispatch`` — with the same validation, availability checks,
+approvals and redaction as a direct call — under a task id derived from the caller's,
+``"<task_id>:execute_code"``. That distinct id is what keeps the script's file writes from creating
+``write_file`` baselines for the calling task (SPEC T-FILE).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.errors import ToolError
+from hermes.tools.code.limits import (
+    DEFAULT_ALLOWED_TOOLS,
+    MAX_CODE_CHARS,
+    MAX_TIMEOUT,
+    TOOL_NAME,
+    allowed_tools,
+    load_limits,
+)
+from hermes.tools.context import ToolSession, session_of
+from hermes.tools.registry import ToolEntry, ToolRegistry, registry
+
+#: key of this tool family's entry in ``session.state``
+STATE_KEY = "execute_code"
+TASK_SUFFIX = ":execute_code"
+
+EXECUTE_CODE_SCHEMA: dict[str, Any] = {
+    "name": TOOL_NAME,
+    "description": (
+        "Run a Python 3 script in a child process. The script can call the agent's tools through the "
+        "generated module `hermes_tools` (`import hermes_tools`): one function per tool, named like the "
+        "tool, taking the tool's parameters as keyword arguments and returning the tool's result as a "
+        "dict ({'error': ...} when the tool failed), e.g. `hermes_tools.read_file(path='setup.py')`. "
+        "Available by default, when enabled in this session: " + ", ".join(DEFAULT_ALLOWED_TOOLS) + " "
+        "(`print(hermes_tools.TOOLS)` lists them; `help(hermes_tools.<name>)` shows the arguments). Use it "
+        "to batch many tool calls, loop over files, or process results in code instead of in the "
+        "conversation; print what you need to see — only stdout and stderr come back. The working "
+        "directory is the agent's; the environment holds no API keys; the standard library and the "
+        "agent's installed packages are importable. Limits: `timeout` seconds of wall time (default "
+        "120, at most 600; the script and everything it started are killed), 50 tool calls per run, "
+        "50,000 characters of stdout (head and tail kept)."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "code": {
+                "type": "string",
+                "description": "The Python script to run (it may `import hermes_tools`).",
+                "minLength": 1,
+                "maxLength": MAX_CODE_CHARS,
+            },
+            "timeout": {
+                "type": "integer",
+                "description": "Wall-clock limit in seconds (default 120, at most 600).",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT,
+            },
+        },
+        "required": ["code"],
+    },
+}
+
+
+@dataclass
+class ScriptSession:
+    """The session the script's tool calls see: the caller's surface, sink and settings, its own task id.
+
+    Its ``state`` is kept apart from the caller's (it lives in the caller's ``state["execute_code"]``),
+    so per-task state of other tools, such as file baselines, never mixes with the caller's.
+    """
+
+    task_id: str
+    surface: Any
+    sink: Any
+    settings: Any
+    tools: tuple[str, ...]
+    state: dict[str, Any] = field(default_factory=dict)
+    #: the calling session
+    parent: Any = None
+
+
+def _script_session(parent: ToolSession, task_id: str, tools: tuple[str, ...]) -> ScriptSession:
+    state: dict[str, Any] = {}
+    parent_state = getattr(parent, "state", None)
+    if isinstance(parent_state, dict):
+        mine = parent_state.setdefault(STATE_KEY, {})
+        if isinstance(mine, dict):
+            found = mine.setdefault("script_state", state)
+            state = found if isinstance(found, dict) else state
+    return ScriptSession(
+        task_id=task_id, surface=parent.surface, sink=parent.sink, settings=parent.settings, tools=tools,
+        state=state, parent=parent,
+    )
+
+
+def _session_tools(session: ToolSession | None) -> tuple[str, ...] | None:
+    if session is None:
+        return None
+    tools = getattr(session, "tools", None)
+    if tools is None:
+        return None
+    if isinstance(tools, str) or not hasattr(tools, "__iter__"):
+        raise ToolError("the calling session's enabled tools could not be read")
+    return tuple(str(t) for t in tools)
+
+
+def _registry_of(session: ToolSession | None) -> ToolRegistry:
+    reg = getattr(session, "registry", None)
+    return reg if isinstance(reg, ToolRegistry) else registry
+
+
+def execute_code(args: dict[str, Any], **kw: Any) -> str:
+    """The handler: run ``args["code"]`` and return the run's result as JSON."""
+    code = args["code"]
+    if not isinstance(code, str) or not code.strip():
+        raise ToolError("'code' must be a non-empty Python script")
+    session = session_of(kw)
+    limits = load_limits(session.settings if session is not None else None)
+    raw_timeout = args.get("timeout")
+    timeout = limits.default_timeout if raw_timeout is None else int(raw_timeout)
+    timeout = max(1, min(timeout, MAX_TIMEOUT))
+
+    reg = _registry_of(session)
+    names = allowed_tools(reg, limits.allowed_tools, _session_tools(session))
+    entries: list[ToolEntry] = [e for e in (reg.get(n) for n in names) if e is not None]
+
+    parent_task = kw.get("task_id") or (session.task_id if session is not None else None) or "default"
+    task_id = f"{parent_task}{TASK_SUFFIX}"
+    script_session = _script_session(session, task_id, names) if session is not None else None
+
+    def dispatcher(name: str, call_args: dict[str, Any]) -> str:
+        if script_session is None:
+            return reg.dispatch(name, call_args, task_id=task_id)
+        return reg.dispatch(name, call_args, task_id=task_id, agent=script_session)
+
+    from hermes.tools.code.runner import run_script  # subprocess, sockets, tempfile: loaded on first use
+
+    result = run_script(code, timeout=timeout, entries=entries, dispatcher=dispatcher, limits=limits)
+    result["tools_available"] = list(names)
+    return json.dumps(result, ensure_ascii=False)
+
+
+def check_execute_code() -> bool:
+    """Available on POSIX systems with a Python interpreter to start (instant, offline)."""
+    return os.name == "posix" and bool(sys.executable)
+
+
+registry.register(
+    name=TOOL_NAME,
+    toolset="code_execution",
+    schema=EXECUTE_CODE_SCHEMA,
+    handler=execute_code,
+    check_fn=check_execute_code,
+    # stdout (50,000) + stderr (10,000) characters plus JSON escaping must fit without a second cut
+    max_result_chars=100_000,
+)
