@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -565,3 +565,35 @@ def test_fuzz_malformed_arguments_never_escape_dispatch(
 def test_python_is_the_interpreter_of_the_child(tools: Recorder) -> None:
     out = run("import sys\nprint(sys.version_info[:2])\n", FakeSession())
     assert out["stdout"].strip() == str(tuple(sys.version_info[:2]))
+
+
+def test_interrupted_session_kills_the_script(tmp_path: Path) -> None:
+    """An interrupted turn (the session's ``interrupted`` flag) stops a running script at once."""
+    from hermes.tools.registry import registry
+    from hermes.tools.toolsets import Surface
+
+    class Session:
+        task_id = "t-int"
+        surface = Surface.CLI
+        state: ClassVar[dict[str, Any]] = {}
+        settings = None
+        tools = ()
+        interrupted = False
+
+        class sink:
+            @staticmethod
+            def emit(event: object) -> None: ...
+
+            @staticmethod
+            def ask(request: object) -> None:
+                return None
+
+    session = Session()
+    marker = tmp_path / "started"
+    code = f"import time, pathlib\npathlib.Path({str(marker)!r}).write_text('x')\ntime.sleep(60)\n"
+    threading.Timer(1.5, lambda: setattr(session, "interrupted", True)).start()
+    result = json.loads(registry.dispatch("execute_code", {"code": code, "timeout": 60}, task_id="t-int",
+                                          agent=session))
+    assert marker.exists()
+    assert result["duration_seconds"] < 30
+    assert any("interrupted" in note for note in result["notes"])

@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +65,7 @@ def run_script(
     limits: CodeLimits,
     cwd: str | None = None,
     use_tcp: bool = False,
+    cancelled: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """Run ``code`` as a script that may call ``entries`` through ``dispatcher``; the result dict.
 
@@ -94,7 +95,19 @@ def run_script(
             out_limit=limits.max_output_chars * 4,
             err_limit=limits.max_stderr_chars * 4,
         )
-        timed_out = child.wait(timeout) is None
+        deadline = started + timeout
+        interrupted = False
+        while True:
+            step = min(0.2, max(deadline - time.monotonic(), 0.0)) if cancelled is not None else timeout
+            if child.wait(step) is not None:
+                timed_out = False
+                break
+            if cancelled is not None and cancelled():
+                interrupted, timed_out = True, False
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
         exit_code = child.close()
         duration = time.monotonic() - started
         secrets = secret_values(extra=[server.token])
@@ -107,6 +120,8 @@ def run_script(
         notes: list[str] = []
         if timed_out:
             notes.append(f"the script ran past its {timeout:g}s timeout; its process group was killed")
+        if interrupted:
+            notes.append("the turn was interrupted; the script's process group was killed")
         if server.limit_hit:
             notes.append(f"the tool call limit ({limits.max_tool_calls}) was reached; later calls were refused")
         if server.rejected:

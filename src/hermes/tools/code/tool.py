@@ -143,7 +143,11 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
 
     from hermes.tools.code.runner import run_script  # subprocess, sockets, tempfile: loaded on first use
 
-    result = run_script(code, timeout=timeout, entries=entries, dispatcher=dispatcher, limits=limits)
+    def cancelled() -> bool:  # the running turn was interrupted (Ctrl-C, or a parent stopping a child agent)
+        return bool(getattr(session, "interrupted", False))
+
+    result = run_script(code, timeout=timeout, entries=entries, dispatcher=dispatcher, limits=limits,
+                        cancelled=cancelled)
     result["tools_available"] = list(names)
     return json.dumps(result, ensure_ascii=False)
 
