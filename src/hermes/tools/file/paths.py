@@ -1,0 +1,247 @@
+"""Path resolution and safety for the file tools.
+
+Every path a model sends goes through :func:`resolve_path` first: ``~`` is expanded, a relative path is
+taken relative to the process's working directory, and :func:`os.path.realpath` resolves every symlink
+*before* any check runs, so a link can never smuggle a write past the rules below.
+
+Writes (``write_file``, ``patch``) are refused
+
+* to system locations (``/etc``, ``/usr``, ``/bin``, ``/proc``, ``/var/lib`` …, see :data:`SYSTEM_DIRS`);
+* to hermes's own ``config.yaml``, ``.env`` and ``auth.json`` (:meth:`HermesPaths.protected_files`);
+* to credential stores in the home folder (``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.netrc`` …);
+* outside the allowed roots: ``file.allowed_roots`` in config.yaml, by default the working directory,
+  the home folder and the system temporary folder. A symlink whose target lies outside them is refused
+  with a message naming where it leads.
+
+Reads are allowed anywhere except sensitive files: private SSH keys, hermes's ``.env`` and
+``auth.json``, the usual credential files and ``/etc/shadow``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from hermes.config.paths import HermesPaths
+from hermes.errors import ConfigError, ToolError
+from hermes.tools.context import session_of
+
+#: never written, whatever the allowed roots say
+HARD_SYSTEM_DIRS: tuple[str, ...] = (
+    "/etc", "/bin", "/sbin", "/boot", "/proc", "/sys", "/dev", "/run",
+    "/lib", "/lib32", "/lib64", "/libx32",
+    "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/lib32", "/usr/lib64", "/usr/libexec", "/usr/include",
+    "/usr/share",
+    "/var/lib", "/var/log", "/var/spool", "/var/cache", "/var/run", "/var/db", "/var/mail",
+    "/System", "/Library", "/private/etc", "/private/var/db",
+)  # fmt: skip
+#: refused unless an allowed root lies inside them (a project in /usr/src/app or /var/www/site)
+SOFT_SYSTEM_DIRS: tuple[str, ...] = ("/usr", "/var")
+SYSTEM_DIRS = HARD_SYSTEM_DIRS + SOFT_SYSTEM_DIRS
+
+#: credential stores under the home folder: never written (folders: nothing inside them either)
+_HOME_CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".kube", ".docker", ".password-store", ".config/gcloud")
+_HOME_CREDENTIAL_FILES = (".netrc", ".git-credentials", ".pgpass", ".pypirc", ".npmrc")
+#: files never read (besides the private keys in ~/.ssh)
+_HOME_SECRET_FILES = (
+    ".aws/credentials", ".netrc", ".git-credentials", ".pgpass", ".pypirc",
+    ".docker/config.json", ".kube/config", ".config/gcloud/application_default_credentials.json",
+    ".config/gcloud/credentials.db", ".config/gcloud/access_tokens.db",
+)  # fmt: skip
+_HOME_SECRET_DIRS = (".gnupg", ".password-store")
+_SYSTEM_SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
+#: kernel-provided trees: never walked by search_files (files there can block or never end)
+VIRTUAL_DIRS = ("/proc", "/sys", "/dev")
+_BLOCKING_FILES = ("/proc/kmsg", "/dev/kmsg")
+
+_config_cache: dict[str, tuple[int, Any]] = {}
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(os.fspath(path)))
+
+
+def _inside(path: Path | str, root: Path | str) -> bool:
+    """``path`` is ``root`` or below it (both absolute and resolved; plain string work, no pathlib walk)."""
+    p, r = str(path), str(root)
+    return p == r or p.startswith(r if r.endswith("/") else r + "/")
+
+
+def resolve_path(raw: str, field: str = "path") -> Path:
+    """The real, absolute path for what the model sent (``~`` expanded, symlinks resolved)."""
+    if not raw.strip():
+        raise ToolError(f"'{field}' must not be empty")
+    if "\x00" in raw:
+        raise ToolError(f"'{field}' must not contain a NUL character")
+    expanded = os.path.expanduser(raw)
+    absolute = os.path.join(os.getcwd(), expanded)
+    try:
+        return _real(absolute)
+    except (OSError, ValueError) as exc:
+        raise ToolError(f"'{field}' cannot be resolved: {exc}") from None
+
+
+def stat_or_none(path: Path, field: str = "path") -> os.stat_result | None:
+    """``os.stat`` of ``path``; None when it does not exist, a :class:`ToolError` for other failures."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise ToolError(f"'{field}': cannot use {path}: {exc.strerror or exc}") from None
+
+
+def lexical_path(raw: str) -> Path:
+    """The absolute path before symlinks are resolved (for messages about where a link leads)."""
+    return Path(os.path.abspath(os.path.join(os.getcwd(), os.path.expanduser(raw))))
+
+
+def display(path: Path) -> str:
+    """How a path is shown to the model: relative to the working directory when inside it."""
+    try:
+        cwd = _real(os.getcwd())
+    except OSError:
+        return str(path)
+    if _inside(path, cwd) and path != cwd:
+        return str(path.relative_to(cwd))
+    return str(path)
+
+
+# -- allowed roots ------------------------------------------------------------------------------------
+def default_roots() -> list[Path]:
+    """The working directory, the home folder and the system temporary folder."""
+    return [_real(os.getcwd()), _real(Path.home()), _real(tempfile.gettempdir())]
+
+
+def _configured(kw: dict[str, Any]) -> Any:
+    session = session_of(kw)
+    if session is not None and session.settings is not None:
+        return session.settings.get("file.allowed_roots")
+    config = HermesPaths.current().config
+    try:
+        mtime = config.stat().st_mtime_ns
+    except OSError:
+        return None
+    cached = _config_cache.get(str(config))
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    from hermes.config.yamlfile import ConfigFile
+
+    value = ConfigFile.load(config).get("file.allowed_roots")
+    _config_cache[str(config)] = (mtime, value)
+    return value
+
+
+def allowed_roots(kw: dict[str, Any]) -> list[Path]:
+    """The folders writes may go into: ``file.allowed_roots`` from config.yaml, else the defaults."""
+    value = _configured(kw)
+    if value is None:
+        return default_roots()
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError("file.allowed_roots must be a list of folder paths (e.g. ['.', '~/projects'])")
+    return [_real(os.path.join(os.getcwd(), os.path.expanduser(str(v)))) for v in value]
+
+
+# -- checks ---------------------------------------------------------------------------------------------
+def _home() -> Path:
+    return _real(Path.home())
+
+
+def _under_any(path: Path, dirs: Iterable[str | Path]) -> Path | None:
+    for d in dirs:
+        if _inside(path, d):
+            return Path(d)
+    return None
+
+
+def system_location(path: Path, roots: Iterable[Path] = ()) -> Path | None:
+    """The system folder ``path`` lies in, or None (soft ones are waived by an allowed root inside them)."""
+    hard = _under_any(path, HARD_SYSTEM_DIRS)
+    if hard is not None:
+        return hard
+    soft = _under_any(path, SOFT_SYSTEM_DIRS)
+    if soft is None:
+        return None
+    for root in roots:
+        if root != soft and _inside(root, soft) and _inside(path, root):
+            return None
+    return soft
+
+
+def protected_hermes_file(path: Path) -> Path | None:
+    for candidate in HermesPaths.current().protected_files():
+        if path == _real(candidate):
+            return candidate
+    return None
+
+
+def credential_store(path: Path) -> Path | None:
+    home = _home()
+    hit = _under_any(path, [home / d for d in _HOME_CREDENTIAL_DIRS])
+    if hit is not None:
+        return hit
+    for name in _HOME_CREDENTIAL_FILES:
+        if path == home / name:
+            return path
+    return None
+
+
+def sensitive_for_reading(path: Path) -> str | None:
+    """Why ``path`` may not be read, or None."""
+    if protected_hermes_file(path) is not None and path.name in (".env", "auth.json"):
+        return "it holds hermes's own secrets"
+    home = _home()
+    ssh = home / ".ssh"
+    if path.parent == ssh and path.name.startswith("id_") and not path.name.endswith(".pub"):
+        return "it is a private SSH key"
+    if _inside(path, ssh) and path.suffix in (".pem", ".key"):
+        return "it is a private key"
+    if any(path == home / name for name in _HOME_SECRET_FILES) or _under_any(
+        path, [home / d for d in _HOME_SECRET_DIRS]
+    ):
+        return "it is a credential store"
+    if str(path) in _SYSTEM_SECRET_FILES:
+        return "it holds system password hashes"
+    if str(path) in _BLOCKING_FILES:
+        return "reading it blocks"
+    return None
+
+
+def check_read(path: Path, field: str = "path") -> None:
+    """Raise :class:`ToolError` when ``path`` is a sensitive file."""
+    why = sensitive_for_reading(path)
+    if why is not None:
+        raise ToolError(f"'{field}': reading {path} is not allowed: {why}")
+
+
+def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: str = "path") -> None:
+    """Raise :class:`ToolError` when writing ``path`` (already resolved) is not allowed."""
+    via = ""
+    if raw is not None:
+        lexical = lexical_path(raw)
+        if lexical != path:
+            via = f" ('{raw}' resolves through a symlink to {path})"
+    protected = protected_hermes_file(path)
+    if protected is not None:
+        raise ToolError(
+            f"'{field}': writing {path} is not allowed{via}: it is hermes's own {protected.name}; "
+            "change settings with 'hermes config' instead"
+        )
+    store = credential_store(path)
+    if store is not None:
+        raise ToolError(f"'{field}': writing {path} is not allowed{via}: {store} is a credential store")
+    roots = allowed_roots(kw)
+    system = system_location(path, roots)
+    if system is not None:
+        raise ToolError(f"'{field}': writing {path} is not allowed{via}: {system} is a system location")
+    if not any(_inside(path, root) for root in roots):
+        shown = ", ".join(str(r) for r in roots)
+        raise ToolError(
+            f"'{field}': writing {path} is not allowed{via}: it is outside the allowed roots ({shown}); "
+            "the folders can be changed with file.allowed_roots in config.yaml"
+        )
