@@ -29,5 +29,17 @@ def _delegate(args: dict[str, Any], agent: Agent) -> str:
     return run_delegation(args, agent)
 
 
+def _memory(args: dict[str, Any], agent: Agent) -> str:
+    from hermes.tools.memory.tool import handle_memory
+
+    return handle_memory(args, agent)
+
+
+def _session_search(args: dict[str, Any], agent: Agent) -> str:
+    from hermes.tools.sessions.tool import handle_session_search
+
+    return handle_session_search(args, agent)
+
+
 def default_intercepts() -> dict[str, InterceptHandler]:
-    return {"todo_list": _todo, "delegate_task": _delegate}
+    return {"todo_list": _todo, "delegate_task": _delegate, "memory": _memory, "session_search": _session_search}

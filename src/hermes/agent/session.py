@@ -59,6 +59,29 @@ def _config(settings: Settings) -> AgentConfig:
     )
 
 
+def _switched_on(settings: Settings, tool: str) -> bool:
+    """False for a tool its own config toggle turns off (``memory.enabled: false``)."""
+    if tool != "memory":
+        return True
+    from hermes.tools.memory.store import memory_enabled
+
+    return memory_enabled(settings)
+
+
+def prompt_sections(settings: Settings, tools: tuple[str, ...]) -> list[str]:
+    """What a new session's system prompt freezes: the memory snapshot and the skills index."""
+    sections: list[str] = []
+    if "memory" in tools:
+        from hermes.tools.memory.store import memory_prompt_section
+
+        sections.append(memory_prompt_section(settings))
+    if "skill_view" in tools:
+        from hermes.tools.skills.store import skills_index_section
+
+        sections.append(skills_index_section(settings.paths.home / "skills"))
+    return sections
+
+
 def new_agent(
     settings: Settings,
     surface: Surface,
@@ -81,8 +104,9 @@ def new_agent(
         resolved = resolve_toolsets(
             surface, requested, disabled=agent_settings.disabled_toolsets, registered=reg.toolsets()
         )
-    tools = tuple(t for t in resolved.tools if t in reg and reg.is_available(t))
-    system = build_system_prompt(surface, tools, custom=agent_settings.system_prompt)
+    tools = tuple(t for t in resolved.tools if t in reg and reg.is_available(t) and _switched_on(settings, t))
+    system = build_system_prompt(surface, tools, custom=agent_settings.system_prompt,
+                                 sections=prompt_sections(settings, tools))
     session_id = None
     if store is not None:
         session_id = store.create_session(

@@ -35,6 +35,17 @@ SNIPPET_ELLIPSIS = "…"
 SNIPPET_TOKENS = 16
 #: Roles whose text is not indexed for search.
 UNINDEXED_ROLES = frozenset({"system", "developer"})
+#: Only the most recent this many matches are ranked (all when fewer pass the filters): common words stay fast.
+RANK_WINDOW = 5000
+_MAX_ROWID = 2**63 - 1
+#: Where to look: a session's row ids, or a date range's (ids grow with time: a hint, not a filter); NULL: none.
+_ROW_RANGE = ("SELECT CASE WHEN ?3 NOTNULL THEN (SELECT min(id) FROM messages WHERE session_id = ?3) WHEN ?1 ISNULL"
+              " THEN 0 ELSE (SELECT id FROM messages WHERE created_at >= ?1 ORDER BY created_at LIMIT 1) END, CASE"
+              " WHEN ?3 NOTNULL THEN (SELECT max(id) FROM messages WHERE session_id = ?3) WHEN ?2 ISNULL THEN ?4"
+              " ELSE (SELECT id FROM messages WHERE created_at < ?2 ORDER BY created_at DESC LIMIT 1) END")
+_DETAIL = ("SELECT m.id AS message_id, m.session_id, m.role, m.created_at, s.surface, s.title, snippet(messages_fts, 0,"
+           " ?, ?, ?, ?) AS snippet FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON"
+           " s.id = m.session_id WHERE messages_fts MATCH ? AND messages_fts.rowid IN ({marks})")
 
 _TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
 _WORD = re.compile(r"\w", re.UNICODE)
@@ -335,40 +346,42 @@ class SessionStore:
 
         Any string is accepted: terms are quoted (see :func:`fts_query`); all terms must match, and
         when no message has them all, messages with any of them are returned. ``since`` is inclusive
-        and ``until`` exclusive (``time.time()`` seconds); ``session_id`` must be a full id.
+        and ``until`` exclusive (``time.time()`` seconds); ``session_id`` must be a full id. Very
+        common words rank only the most recent matches (see :data:`RANK_WINDOW`).
         """
         if limit <= 0:
             return []
-        filters, params = "", list[Any]()
-        for clause, value in (("s.surface = ?", surface), ("m.created_at >= ?", since),
-                              ("m.created_at < ?", until), ("m.session_id = ?", session_id)):
-            if value is not None:
-                filters += f" AND {clause}"
-                params.append(value)
-        sql = (
-            "SELECT m.id, m.session_id, m.role, m.created_at, s.surface, s.title,"
-            " snippet(messages_fts, 0, ?, ?, ?, ?) AS snip, bm25(messages_fts) AS rank"
-            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            " JOIN sessions s ON s.id = m.session_id"
-            f" WHERE messages_fts MATCH ?{filters} ORDER BY rank LIMIT ?"
-        )
-        hits: list[SearchHit] = []
+        given = [(clause, value) for clause, value in (("s.surface = ?", surface), ("m.created_at >= ?", since),
+                 ("m.created_at < ?", until), ("m.session_id = ?", session_id)) if value is not None]
+        filters, params = "".join(f" AND {clause}" for clause, _ in given), [value for _, value in given]
         with self._reading("search messages") as conn:
-            for any_term in (False, True):
-                match = fts_query(query, any_term=any_term)
-                if not match or (any_term and " OR " not in match):
-                    break
-                snippet_args = (SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
-                rows = conn.execute(sql, (*snippet_args, match, *params, limit)).fetchall()
-                hits = [
-                    SearchHit(session_id=r["session_id"], message_id=r["id"], role=r["role"],
-                              snippet=" ".join((r["snip"] or "").split()), score=-float(r["rank"]),
-                              created_at=r["created_at"], surface=r["surface"], title=r["title"])
-                    for r in rows
-                ]
+            for match in dict.fromkeys(m for m in (fts_query(query), fts_query(query, any_term=True)) if m):
+                hits = self._ranked(conn, match, limit, filters, params, since, until, session_id)
                 if hits:
-                    break
-        return hits
+                    return hits
+        return []
+
+    def _ranked(self, conn: sqlite3.Connection, match: str, limit: int, filters: str, params: list[Any],
+                since: float | None, until: float | None, session_id: str | None) -> list[SearchHit]:
+        """Pick the best ``limit`` on the index alone (see :meth:`search`), then join and snippet only them."""
+        hint = tuple(conn.execute(_ROW_RANGE, (since, until, session_id, _MAX_ROWID)).fetchone())
+        exact = hint if session_id is not None else (0, _MAX_ROWID)
+        if None in hint:
+            return []
+        join = " JOIN messages m ON m.id = messages_fts.rowid JOIN sessions s ON s.id = m.session_id" if filters else ""
+        top = (f"SELECT messages_fts.rowid AS id, bm25(messages_fts) AS rank FROM messages_fts{join} WHERE messages_fts"
+               f" MATCH ? AND messages_fts.rowid BETWEEN ? AND ?{filters} ORDER BY rank, id DESC LIMIT ?")
+        cut = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER"
+                           " BY rowid DESC LIMIT 1 OFFSET ?", (match, *hint, RANK_WINDOW - 1)).fetchone()
+        window = (max(hint[0], cut[0]) if cut else hint[0], hint[1])
+        rows = conn.execute(top, (match, *window, *params, limit)).fetchall()
+        if len(rows) < limit and window != exact:  # too few in the window passed the filters: rank all
+            rows = conn.execute(top, (match, *exact, *params, limit)).fetchall()
+        best = {r["id"]: -float(r["rank"]) for r in rows}  # snippets and the joins for these rows only
+        snippet_args = (SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS, match, *best)
+        hits = [SearchHit(**{**dict(r), "snippet": " ".join((r["snippet"] or "").split())}, score=best[r["message_id"]])
+                for r in conn.execute(_DETAIL.format(marks=",".join("?" * len(best))), snippet_args)]
+        return sorted(hits, key=lambda h: (-h.score, -h.message_id))
 
     # -- lifetime ---------------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""The ``session_search`` tool: ranked full-text search over past sessions and reading them (SPEC T-SS)."""
