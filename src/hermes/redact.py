@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Iterable, Mapping
 
 #: a secret word at the end of the name (OPENAI_API_KEY, GITHUB_TOKEN), or SECRET/PASSWORD anywhere;
@@ -33,20 +32,16 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-_names_cache: tuple[float, int, list[str]] = (-1.0, -1, [])
-_CACHE_TTL = 1.0
+_names_cache: tuple[tuple[str, ...], list[str]] = ((), [])
 
 
 def _secret_names() -> list[str]:
-    """Names of secret-looking variables in os.environ; rescanned when the set may have changed."""
+    """Names of secret-looking variables in os.environ, rescanned whenever the set of names changes."""
     global _names_cache
-    now = time.monotonic()
-    stamp, size, names = _names_cache
-    if size == len(os.environ) and now - stamp < _CACHE_TTL:
-        return names
-    names = [k for k in os.environ if is_secret_name(k)]
-    _names_cache = (now, len(os.environ), names)
-    return names
+    keys = tuple(os.environ)
+    if keys != _names_cache[0]:
+        _names_cache = (keys, [k for k in keys if is_secret_name(k)])
+    return _names_cache[1]
 
 
 def secret_values(env: Mapping[str, str] | None = None, extra: Iterable[str] = ()) -> list[str]:

@@ -23,6 +23,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("tools", "tools", "list tools and enable or disable toolsets"),
     ("sessions", "sessions", "list, show, export or delete stored sessions"),
     ("batch", "batch", "run many prompts with sampled toolsets and save trajectories"),
+    ("cron", "cron", "schedule recurring agent jobs and run the scheduler"),
 )
 
 

@@ -91,8 +91,56 @@ def m001_sessions(conn: sqlite3.Connection) -> None:
     ])
 
 
+def m002_cron(conn: sqlite3.Connection) -> None:
+    """Scheduled jobs (``cron_jobs``) and their runs (``cron_runs``), used by :mod:`hermes.store.cron`.
+
+    ``schedule_kind`` is ``cron``, ``interval`` or ``once``; ``skills`` is a JSON list, ``toolsets`` a
+    JSON list or NULL (the cron surface's default toolsets). ``next_run_at`` is NULL once a job has no
+    fire time left. A run's ``status`` is ``running`` until it ends ``ok`` or ``error``;
+    ``skipped_missed`` records missed fire times that were not run. Times are epoch seconds.
+    """
+    _run(conn, [
+        """
+        CREATE TABLE cron_jobs (
+            id            TEXT PRIMARY KEY,
+            name          TEXT NOT NULL UNIQUE,
+            prompt        TEXT NOT NULL,
+            schedule_kind TEXT NOT NULL CHECK (schedule_kind IN ('cron', 'interval', 'once')),
+            schedule      TEXT NOT NULL,
+            skills        TEXT NOT NULL DEFAULT '[]',
+            toolsets      TEXT,
+            enabled       INTEGER NOT NULL DEFAULT 1,
+            created_at    REAL NOT NULL,
+            updated_at    REAL NOT NULL,
+            next_run_at   REAL,
+            last_run_at   REAL,
+            last_status   TEXT,
+            repeat_count  INTEGER NOT NULL DEFAULT 0,
+            repeat_limit  INTEGER,
+            grace_seconds INTEGER
+        )
+        """,
+        "CREATE INDEX cron_jobs_due ON cron_jobs(enabled, next_run_at)",
+        """
+        CREATE TABLE cron_runs (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            job_id        TEXT NOT NULL REFERENCES cron_jobs(id) ON DELETE CASCADE,
+            trigger       TEXT NOT NULL DEFAULT 'schedule' CHECK (trigger IN ('schedule', 'manual')),
+            scheduled_for REAL,
+            started_at    REAL NOT NULL,
+            finished_at   REAL,
+            status        TEXT NOT NULL CHECK (status IN ('running', 'ok', 'error', 'skipped_missed')),
+            session_id    TEXT,
+            output        TEXT,
+            error         TEXT
+        )
+        """,
+        "CREATE INDEX cron_runs_job_started ON cron_runs(job_id, started_at)",
+    ])
+
+
 #: Applied in order; index ``i`` upgrades ``user_version`` ``i`` → ``i + 1``. Append only.
-MIGRATIONS: tuple[Migration, ...] = (m001_sessions,)
+MIGRATIONS: tuple[Migration, ...] = (m001_sessions, m002_cron)
 
 
 def schema_version() -> int:

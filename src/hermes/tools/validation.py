@@ -30,7 +30,12 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return {}
     if isinstance(raw, dict):
         return raw
-    if isinstance(raw, str | bytes):
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ToolArgumentError("arguments are not valid UTF-8 text; send a JSON object") from None
+    if isinstance(raw, str):
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
