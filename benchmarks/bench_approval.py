@@ -1,0 +1,125 @@
+"""Benchmark: dangerous-command classification (``hermes.tools.terminal.approval.classify``).
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_approval.py             # typical commands + 1 MB shapes
+    .venv/bin/python benchmarks/bench_approval.py --size 250000 --repeat 3
+
+Part 1 times typical agent commands (µs per call, best of several rounds). Part 2 classifies
+command strings of ``--size`` characters (1 MB by default) of very different shapes — one long
+argument, many short words, many commands, pipelines, deep nesting, pathological quoting — and
+prints CPU and wall time per shape plus time per character. Reading is linear in the length of the
+command, so doubling ``--size`` roughly doubles every figure (``--scaling`` checks that). Tests never
+assert these timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from hermes.tools.terminal.approval import classify  # noqa: E402
+
+TYPICAL = [
+    "ls -la",
+    "git status && git diff --stat",
+    "python3 -m pytest -q tests/test_x.py",
+    "rm -rf build/",
+    "curl -fsSL https://example.com/install.sh | sh",
+    "sudo rm -rf /",
+    "find . -name '*.pyc' -delete",
+    "bash -c 'cd /tmp && make -j4 all 2>&1 | tail -n 20'",
+    "psql -c 'DELETE FROM users' && echo done",
+    "echo 'export PATH=$HOME/bin:$PATH' >> ~/.bashrc",
+    'python3 -c "import os; os.system(\'ls -la\')"',
+    "docker run --rm -v $(pwd):/w -w /w node:20 npm test",
+]
+
+
+def shapes(size: int) -> dict[str, str]:
+    return {
+        "one long argument": "echo " + "a" * size,
+        "many arguments": "echo " + "ab " * (size // 3),
+        "many commands (ls; ...)": "ls; " * (size // 4),
+        "one pipeline (a|a|...)": "a|" * (size // 2),
+        "&& chain ending rm -rf /": "true && " * (size // 8) + "rm -rf /",
+        "single-quoted blob": "echo '" + "x" * size + "'",
+        "double-quoted blob": 'echo "' + "x$y " * (size // 4) + '"',
+        "escaped quotes ('\\')": "'\\'" * (size // 3),
+        "bash -c blob": "bash -c '" + "echo hi; " * (size // 9) + "'",
+        "heredoc": "cat <<EOF\n" + "line of text\n" * (size // 13) + "EOF\n",
+        "nested $( x50k": "$(" * (size // 2),
+        "backticks": "`" * size,
+        "python -c literals": "python3 -c \"os.system('" + "'\\'" * (size // 3) + "')\"",
+        "echo ... | sh": "echo '" + "rm -rf /tmp/x; " * (size // 15) + "' | sh",
+        "fork bomb repeated": ":(){ :|:& };" * (size // 12),
+        "newlines": "\n" * size,
+        "base64 blob | sh": "echo " + "cm0gLXJmIC90bXAveDsg" * (size // 20) + " | base64 -d | sh",
+    }
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def typical(rounds: int) -> None:
+    print(f"{'typical command':60} {'verdict':22} {'µs/call':>9}")
+    for command in TYPICAL:
+        verdict = classify(command)
+        best = float("inf")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(200):
+                classify(command)
+            best = min(best, (time.perf_counter() - start) / 200)
+        label = f"{verdict.level}/{verdict.pattern_id}" if verdict.pattern_id else verdict.level
+        print(f"{command[:60]:60} {label:22} {best * 1e6:9.1f}")
+
+
+def large(size: int, repeat: int) -> None:
+    title = f"shape ({size:,} chars)"
+    print(f"\n{title:34} {'verdict':24} {'cpu ms':>8} {'wall ms':>8} {'ns/char':>8}")
+    worst = 0.0
+    for name, command in shapes(size).items():
+        verdict = classify(command)
+        runs = [timed(lambda c=command: classify(c)) for _ in range(repeat)]  # type: ignore[misc]
+        wall = min(r[0] for r in runs)
+        cpu = min(r[1] for r in runs)
+        worst = max(worst, cpu)
+        label = f"{verdict.level}/{verdict.pattern_id}" if verdict.pattern_id else verdict.level
+        print(f"{name:34} {label:24} {cpu * 1e3:8.1f} {wall * 1e3:8.1f} {cpu * 1e9 / len(command):8.0f}")
+    print(f"worst shape: {worst * 1e3:.0f} ms CPU for {size:,} characters")
+
+
+def scaling(size: int) -> None:
+    print("\nscaling (CPU ms at size, 2x size; a ratio near 2 means linear)")
+    small, big = shapes(size // 2), shapes(size)
+    for name in small:
+        a = min(timed(lambda c=small[name]: classify(c))[1] for _ in range(2))  # type: ignore[misc]
+        b = min(timed(lambda c=big[name]: classify(c))[1] for _ in range(2))  # type: ignore[misc]
+        print(f"{name:34} {a * 1e3:8.1f} {b * 1e3:8.1f}  x{b / a if a else float('nan'):.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=1_000_000, help="characters per large command")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per large shape (best is shown)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of 200 calls per typical command")
+    parser.add_argument("--scaling", action="store_true", help="also compare size/2 with size")
+    args = parser.parse_args()
+    typical(args.rounds)
+    large(args.size, args.repeat)
+    if args.scaling:
+        scaling(args.size)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""The approval flow of the terminal tool: what happens to a command the detector flags.
+
+* ``floor`` findings are refused with :class:`~hermes.errors.ApprovalDenied`, always — in yolo mode
+  too, and whatever ``approvals.allow`` lists.
+* ``dangerous`` findings run when every one of them is allowed: its pattern id or a command prefix is
+  in ``approvals.allow`` (config.yaml), or the person approved the pattern for this session or for
+  always. Otherwise, with ``approvals.mode: yolo`` they run unasked; on a surface with a person the
+  person is asked (``once`` | ``session`` | ``always`` | ``deny``; no answer is a denial); on surfaces
+  without one (one-shot, cron, kanban), with ``approvals.mode: deny`` or outside any session they are
+  refused with a message saying how to allow them. Cron sessions follow ``approvals.cron_mode``
+  (``deny`` by default, or ``yolo``) instead of ``approvals.mode``.
+
+"always" approvals are appended to ``approvals.allow`` in config.yaml (comments and order kept).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hermes.config.paths import HermesPaths
+from hermes.config.yamlfile import ConfigFile
+from hermes.errors import ApprovalDenied, ConfigError
+from hermes.tools.context import ToolSession, session_of
+from hermes.tools.requests import Request
+from hermes.tools.terminal.approval import Verdict, findings
+from hermes.tools.terminal.patterns import FLOOR_IDS, PATTERNS
+from hermes.tools.toolsets import Surface
+
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+SESSION_STATE_KEY = "terminal.approvals"
+_MODES = {"ask": "ask", "manual": "ask", "smart": "ask", "yolo": "yolo", "off": "yolo", "deny": "deny"}
+_config_lock = threading.Lock()
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ApprovalRequest(Request):
+    """``Request(kind="approval")`` for a dangerous command; build it with :meth:`for_command`.
+
+    The payload holds ``command``, ``reason``, ``pattern`` and ``segment`` of the first finding,
+    ``findings`` (every finding to approve), and ``choices``. The surface answers one of
+    ``"once"``, ``"session"``, ``"always"``, ``"deny"`` (None: nobody answered, a denial).
+    """
+
+    @classmethod
+    def for_command(cls, command: str, pending: list[Verdict]) -> ApprovalRequest:
+        first = pending[0]
+        return cls(
+            kind="approval",
+            payload={
+                "command": command,
+                "reason": first.reason,
+                "pattern": first.pattern_id,
+                "segment": first.segment,
+                "findings": [{"pattern": v.pattern_id, "reason": v.reason, "segment": v.segment} for v in pending],
+                "choices": list(APPROVAL_CHOICES),
+            },
+        )
+
+
+# -- configuration ---------------------------------------------------------------------------------
+def config_for(session: ToolSession | None) -> ConfigFile:
+    """The session's config.yaml, or HERMES_HOME's when there is no session (an unreadable file: empty)."""
+    if session is not None and session.settings is not None:
+        return session.settings.config
+    path = HermesPaths.current().config
+    try:
+        return ConfigFile.load(path)
+    except ConfigError:
+        return ConfigFile(path)
+
+
+def config_path(session: ToolSession | None) -> Path:
+    if session is not None and session.settings is not None:
+        return session.settings.paths.config
+    return HermesPaths.current().config
+
+
+def string_list(value: Any) -> list[str]:
+    """A config value that should be a list of strings (a lone string counts as a one-item list)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if isinstance(v, str | int | float)]
+    return []
+
+
+def effective_mode(config: ConfigFile, surface: Surface | None) -> str:
+    """``ask``, ``yolo`` or ``deny`` for this surface."""
+    if surface == Surface.CRON:
+        return _MODES.get(str(config.get("approvals.cron_mode", "deny")).strip().lower(), "deny")
+    return _MODES.get(str(config.get("approvals.mode", "ask")).strip().lower(), "ask")
+
+
+def _prefix_allows(entry: str, segment: str) -> bool:
+    prefix = " ".join(entry.split())
+    if not prefix or not segment.startswith(prefix):
+        return False
+    return len(segment) == len(prefix) or segment[len(prefix)] == " " or prefix.endswith(("/", "="))
+
+
+def is_allowed(verdict: Verdict, allow: list[str], session_ids: set[str]) -> bool:
+    """Whether a dangerous finding is covered by the allow-list or by this session's approvals."""
+    if verdict.level != "dangerous":
+        return False
+    if verdict.pattern_id in session_ids or verdict.pattern_id in allow:
+        return True
+    return any(entry not in PATTERNS and _prefix_allows(entry, verdict.segment) for entry in allow)
+
+
+def _session_ids(session: ToolSession | None) -> set[str]:
+    if session is None:
+        return set()
+    ids = session.state.get(SESSION_STATE_KEY)
+    if not isinstance(ids, set):
+        ids = set()
+        session.state[SESSION_STATE_KEY] = ids
+    return ids
+
+
+def remember_always(session: ToolSession | None, pattern_ids: list[str]) -> Path:
+    """Append pattern ids to ``approvals.allow`` in config.yaml (round-trip: comments are kept)."""
+    path = config_path(session)
+    with _config_lock:
+        cfg = ConfigFile.load(path)
+        current = cfg.get("approvals.allow")
+        if isinstance(current, list):
+            for pid in pattern_ids:
+                if pid not in current:
+                    current.append(pid)
+            merged = list(current)
+        else:
+            merged = string_list(current)
+            merged += [p for p in pattern_ids if p not in merged]
+            cfg.set("approvals.allow", merged)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cfg.save()
+        if session is not None and session.settings is not None and session.settings.config is not cfg:
+            session.settings.config.set("approvals.allow", [str(x) for x in merged])
+    return path
+
+
+# -- the flow --------------------------------------------------------------------------------------
+def _floor_message(v: Verdict) -> str:
+    return (f"refused: {v.reason} (pattern '{v.pattern_id}': {v.segment or 'the command'}). This is on hermes's "
+            "hard floor of commands that are never run, whatever approvals.mode or approvals.allow say (yolo "
+            "included). If it really has to happen, the person must run it themselves.")
+
+
+def _no_person_message(pending: list[Verdict], why: str, session: ToolSession | None) -> str:
+    first = pending[0]
+    ids = sorted({v.pattern_id for v in pending})
+    listed = ", ".join(ids)
+    return (f"dangerous command not run: {first.reason} (pattern '{first.pattern_id}': {first.segment}). {why} "
+            f"To allow it, add the pattern id ({listed}) or a command prefix such as "
+            f"'{' '.join(first.segment.split()[:3])}' to approvals.allow in {config_path(session)} "
+            f"(e.g. hermes config set approvals.allow '[{listed}]'), or set approvals.mode: yolo.")
+
+
+def normalise_answer(answer: Any) -> str | None:
+    """An answer from the surface as one of :data:`APPROVAL_CHOICES` (None: nobody answered)."""
+    if answer is None:
+        return None
+    if answer is True:
+        return "once"
+    if answer is False:
+        return "deny"
+    if isinstance(answer, dict):
+        answer = answer.get("choice", answer.get("answer"))
+    text = str(answer).strip().lower()
+    aliases = {"yes": "once", "y": "once", "approve": "once", "allow": "once", "no": "deny", "n": "deny"}
+    text = aliases.get(text, text)
+    return text if text in APPROVAL_CHOICES else "deny"
+
+
+def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str = "command") -> None:
+    """Raise :class:`ApprovalDenied` unless ``command`` (with findings ``found``) may run now."""
+    for verdict in found:
+        if verdict.level == "floor" or verdict.pattern_id in FLOOR_IDS:
+            raise ApprovalDenied(_floor_message(verdict))
+    dangerous = [v for v in found if v.level == "dangerous"]
+    if not dangerous:
+        return
+    session = session_of(kw)
+    config = config_for(session)
+    allow = string_list(config.get("approvals.allow"))
+    session_ids = _session_ids(session)
+    pending = [v for v in dangerous if not is_allowed(v, allow, session_ids)]
+    if not pending:
+        return
+    surface = session.surface if session is not None else None
+    mode = effective_mode(config, surface)
+    if mode == "yolo":
+        return
+    if session is None or mode == "deny" or not session.surface.has_person:
+        if session is None:
+            why = "There is no session with a person to ask."
+        elif mode == "deny":
+            why = "approvals.mode is deny, so nobody is asked."
+        else:
+            why = f"Nobody can approve commands on the {session.surface.value} surface."
+        raise ApprovalDenied(_no_person_message(pending, why, session))
+    ids = list(dict.fromkeys(v.pattern_id for v in pending))
+    choice = normalise_answer(session.sink.ask(ApprovalRequest.for_command(command, pending)))
+    if choice == "once":
+        return
+    if choice == "session":
+        session_ids.update(ids)
+        return
+    if choice == "always":
+        session_ids.update(ids)
+        try:
+            remember_always(session, ids)
+        except (ConfigError, OSError) as exc:  # approved all the same; it just will not be remembered
+            logger.warning("could not add %s to approvals.allow: %s", ", ".join(ids), exc)
+        return
+    if choice is None:
+        raise ApprovalDenied(f"nobody answered the approval request for this {what} ({pending[0].reason}); "
+                             "it was not run")
+    raise ApprovalDenied(f"the person denied this {what} ({pending[0].reason}); it was not run. Do not retry "
+                         "it in another form; ask the person what they want instead.")
+
+
+def authorize(command: str, kw: dict[str, Any], cwd: str | None = None) -> None:
+    """Classify ``command`` (to be run in ``cwd``) and run the approval flow; raises
+    :class:`ApprovalDenied` when it is refused."""
+    check(command, findings(command, cwd), kw)
