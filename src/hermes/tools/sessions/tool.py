@@ -12,7 +12,6 @@ import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.errors import SessionNotFound, ToolError
-from hermes.store.sessions import SearchHit, SessionStore
 from hermes.tools.registry import registry
 from hermes.tools.results import error_json
 from hermes.tools.sessions.dates import FORMS, format_when, parse_when
@@ -20,6 +19,7 @@ from hermes.tools.toolsets import Surface
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
+    from hermes.store.sessions import SearchHit, SessionStore
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 50
@@ -107,6 +107,8 @@ def _store_for(session: SearchingSession) -> SessionStore | None:
     """The session's store; otherwise the HERMES_HOME database when it exists (never created here)."""
     if session.store is not None:
         return session.store
+    from hermes.store.sessions import SessionStore  # SQLite: loaded when the tool is first used
+
     cached = session.state.get("session_search.store")
     if isinstance(cached, SessionStore):
         return cached
