@@ -7,6 +7,7 @@ Every error the program raises on purpose derives from :class:`HermesError`::
     │   └── ModelNotConfigured      no model endpoint to talk to
     ├── SelectionError              a tool category routed to a backend that cannot run (GW-3 wording)
     ├── GatewayError                the Tool Gateway refused or failed (entitlement, expiry, HTTP)
+    ├── FetchError                  a URL could not or must not be fetched (SSRF refusal, size, time)
     ├── ApprovalDenied              a dangerous command was not approved
     ├── ToolError                   a tool could not do its job; dispatch turns it into {"error": ...}
     │   └── ToolArgumentError       the model sent arguments that do not fit the schema
@@ -40,6 +41,16 @@ class SelectionError(HermesError):
 
 class GatewayError(HermesError):
     """The Tool Gateway refused the request or failed."""
+
+
+class FetchError(HermesError):
+    """A URL could not, or must not, be fetched; ``status`` and ``code`` say why in HTTP terms."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
 
 
 class ApprovalDenied(HermesError):
@@ -77,6 +88,7 @@ class TurnInterrupted(HermesError):
 __all__ = [
     "ApprovalDenied",
     "ConfigError",
+    "FetchError",
     "GatewayError",
     "HermesError",
     "ModelError",

@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("sessions", "sessions", "list, show, export or delete stored sessions"),
     ("batch", "batch", "run many prompts with sampled toolsets and save trajectories"),
     ("cron", "cron", "schedule recurring agent jobs and run the scheduler"),
+    ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
 )
 
 

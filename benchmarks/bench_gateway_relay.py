@@ -1,0 +1,212 @@
+"""Benchmark: Tool Gateway relay overhead against a local vendor fake, on loopback.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_gateway_relay.py                       # defaults below
+    .venv/bin/python benchmarks/bench_gateway_relay.py --requests 5000 --duration 10 --concurrency 32
+    .venv/bin/python benchmarks/bench_gateway_relay.py --plan free --access-log file
+
+Three processes: the Firecrawl fake (``tests/fakes/vendors``) under uvicorn, the real gateway started
+as a user would (``hermes toolgateway serve`` with a config pointing its firecrawl relay at the fake),
+and this client. The gateway path is the full pipeline: JWT verification, the revocation/user lookup,
+entitlement, rate limit, quota reservation (``--plan free``: an atomic SQLite upsert per call; ``paid``:
+no quota), the vendor call on the shared ``httpx.AsyncClient`` and the usage insert.
+
+* **Latency** — sequential ``POST /v2/search`` on one keep-alive connection, direct to the fake and
+  via the gateway (pinned form ``/relay/firecrawl``), interleaved in rounds so drift hits both alike.
+  Overhead = (via gateway) − (direct) at p50 and p99.
+* **Floor** — a bare forwarder on the same stack (uvicorn + Starlette + httpx, nothing else): the part
+  of the overhead that belongs to the stack, not to the gateway's own work.
+* **Throughput** — ``--concurrency`` clients for ``--duration`` seconds, direct and via the gateway:
+  requests per second and latency percentiles under load.
+
+The client shares the machine with both servers, so throughput is what the whole box sustains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+VENDOR_KEY = "fc-bench-key"
+_VENDOR = """
+import sys
+sys.path.insert(0, {tests!r})
+import uvicorn
+from fakes.vendors.firecrawl import FakeFirecrawl
+fake = FakeFirecrawl(api_key={key!r})
+fake.requests = type("Sink", (), {{"append": lambda self, item: None}})()  # keep memory flat
+uvicorn.run(fake.app, host="127.0.0.1", port={port}, log_level="warning", access_log=False)
+"""
+#: The floor: the same stack (uvicorn + Starlette + a shared httpx.AsyncClient) forwarding with no
+#: authentication, metering, limits or logging — what any Python relay on this stack pays.
+_FLOOR = """
+import contextlib, httpx, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+state = {{}}
+async def proxy(request):
+    r = await state["client"].post({vendor!r} + "/v2/search", content=await request.body(),
+                                   headers={{"authorization": "Bearer " + {key!r}, "content-type": "application/json"}})
+    return Response(r.content, r.status_code, media_type="application/json")
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    async with httpx.AsyncClient() as client:
+        state["client"] = client
+        yield
+app = Starlette(routes=[Route("/v2/search", proxy, methods=["POST"])], lifespan=lifespan)
+uvicorn.run(app, host="127.0.0.1", port={port}, log_level="warning", access_log=False)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited early ({proc.returncode})")
+        try:
+            httpx.get(url, timeout=1)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise SystemExit(f"{url} did not come up")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def sequential(client: httpx.Client, url: str, headers: dict[str, str], n: int) -> list[float]:
+    body = {"query": "benchmark", "limit": 3, "origin": "python-sdk@4.17.0"}
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        resp = client.post(url, json=body, headers=headers)
+        out.append((time.perf_counter() - t0) * 1000)
+        if resp.status_code != 200:
+            raise SystemExit(f"{url}: {resp.status_code} {resp.text[:200]}")
+    return out
+
+
+async def load(url: str, headers: dict[str, str], concurrency: int, duration: float) -> tuple[int, list[float]]:
+    body = {"query": "benchmark", "limit": 3}
+    latencies: list[float] = []
+    errors = 0
+    stop = time.perf_counter() + duration
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
+        async def worker() -> None:
+            nonlocal errors
+            while time.perf_counter() < stop:
+                t0 = time.perf_counter()
+                resp = await client.post(url, json=body, headers=headers)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                errors += resp.status_code != 200
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+    if errors:
+        print(f"  ({errors} non-200 answers from {url})")
+    return len(latencies), latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=3000, help="sequential requests per path (3000)")
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds (10)")
+    parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per path (5)")
+    parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients under load (16)")
+    parser.add_argument("--plan", choices=("paid", "free"), default="paid", help="paid: no quota; free: quota")
+    parser.add_argument("--access-log", choices=("off", "file"), default="file", help="gateway access log (file)")
+    args = parser.parse_args()
+
+    from hermes.toolgateway.config import load_config
+    from hermes.toolgateway.services import Gateway
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_gateway_"))
+    vport, gport, fport = free_port(), free_port(), free_port()
+    vendor_url, gateway_url = f"http://127.0.0.1:{vport}", f"http://127.0.0.1:{gport}"
+    log = "off" if args.access_log == "off" else str(tmp / "access.log")
+    cfg_path = tmp / "gateway.toml"
+    cfg_path.write_text(
+        f'access_log = "{log}"\n[rate_limit]\nper_second = 0\nburst = 0\n'
+        f'[plans.free]\nmonthly = {{ firecrawl = 100000000 }}\n'
+        f'[relays.firecrawl]\nfirecrawl_url = "{vendor_url}"\nfirecrawl_api_key = "{VENDOR_KEY}"\n'
+    )
+    env = {**os.environ, "HERMES_HOME": str(tmp / "home"), "PYTHONPATH": str(ROOT / "src")}
+    side = Gateway(load_config(cfg_path, home=tmp / "home")).open()
+    side.accounts.add_user("bench", args.plan)
+    token = side.accounts.issue_access_token(side.accounts.get_user("bench"), ttl=86400).token
+    side.close_db()
+
+    vendor = subprocess.Popen([sys.executable, "-c", _VENDOR.format(tests=str(ROOT / "tests"), key=VENDOR_KEY,
+                                                                    port=vport)])
+    floor = subprocess.Popen([sys.executable, "-c", _FLOOR.format(vendor=vendor_url, key=VENDOR_KEY, port=fport)])
+    gateway = subprocess.Popen([sys.executable, "-m", "hermes", "toolgateway", "serve", "--port", str(gport),
+                                "--config", str(cfg_path)], env=env, stderr=subprocess.DEVNULL)
+    try:
+        wait_ready(vendor_url + "/", vendor)
+        wait_ready(gateway_url + "/healthz", gateway)
+        wait_ready(f"http://127.0.0.1:{fport}/", floor)
+        direct = (vendor_url + "/v2/search", {"authorization": f"Bearer {VENDOR_KEY}"})
+        via = (gateway_url + "/relay/firecrawl/v2/search", {"authorization": f"Bearer {token}"})
+        print(f"relay overhead, plan {args.plan}, access log {args.access_log}, {os.cpu_count()} CPUs, "
+              f"Python {sys.version.split()[0]}")
+        bare = (f"http://127.0.0.1:{fport}/v2/search", {})
+        d_lat: list[float] = []
+        g_lat: list[float] = []
+        f_lat: list[float] = []
+        per_round = max(1, args.requests // args.rounds)
+        with httpx.Client(timeout=30) as dc, httpx.Client(timeout=30) as gc, httpx.Client(timeout=30) as fc:
+            sequential(dc, *direct, 200)
+            sequential(gc, *via, 200)
+            sequential(fc, *bare, 200)
+            for _ in range(args.rounds):
+                d_lat += sequential(dc, *direct, per_round)
+                g_lat += sequential(gc, *via, per_round)
+                f_lat += sequential(fc, *bare, per_round)
+        print(f"sequential, {len(d_lat)} requests each (ms):")
+        for name, lat in (("direct", d_lat), ("floor", f_lat), ("gateway", g_lat)):
+            print(f"  {name:8} p50 {pct(lat, .5):6.3f}  p99 {pct(lat, .99):6.3f}  mean {statistics.mean(lat):6.3f}")
+        print(f"  OVERHEAD p50 {pct(g_lat, .5) - pct(d_lat, .5):6.3f}  p99 {pct(g_lat, .99) - pct(d_lat, .99):6.3f}"
+              f"  (gateway - direct; goal: p50 < 1 ms, p99 < 5 ms)")
+        print(f"  of which the stack's floor p50 {pct(f_lat, .5) - pct(d_lat, .5):6.3f}; the gateway's own work p50 "
+              f"{pct(g_lat, .5) - pct(f_lat, .5):6.3f}  p99 {pct(g_lat, .99) - pct(f_lat, .99):6.3f}")
+        print(f"under load, {args.concurrency} concurrent clients, {args.duration:g} s each:")
+        results = {}
+        for name, (url, headers) in (("direct", direct), ("gateway", via)):
+            count, lat = asyncio.run(load(url, headers, args.concurrency, args.duration))
+            results[name] = count / args.duration
+            print(f"  {name:8} {count / args.duration:8.0f} req/s  p50 {pct(lat, .5):7.2f} ms  "
+                  f"p99 {pct(lat, .99):7.2f} ms")
+        print(f"  gateway sustains {results['gateway'] / results['direct']:.0%} of the fake's direct rate")
+    finally:
+        for proc in (gateway, floor, vendor):
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+if __name__ == "__main__":
+    main()

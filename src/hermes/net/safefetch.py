@@ -1,0 +1,217 @@
+"""Fetching a URL on behalf of a model or a user without letting it reach the local network (SSRF).
+
+Used by the web tools (pages fetched on this machine) and by the gateway server's local page extraction.
+
+Every hop (the first URL and each redirect, at most ``max_redirects``) is checked the same way:
+
+1. only ``http``/``https``, no user info, a host name or IP literal;
+2. the host is resolved and **every** address must be public: loopback, private (RFC 1918, ULA, CGNAT),
+   link-local, multicast, reserved, unspecified and cloud metadata addresses (``169.254.169.254``,
+   ``fd00:ec2::254``, ``100.100.100.200``) are refused; IPv4-mapped and NAT64 IPv6 addresses are judged
+   by the IPv4 address inside. ``allow_loopback`` (tests, a page server on the same host) and
+   ``allow_private`` (an intranet gateway) are operator choices; metadata and link-local stay refused;
+3. the connection goes to the **vetted IP itself** (the URL's host is sent as ``Host`` and as TLS SNI,
+   and the certificate is checked against it), so a second DNS answer cannot swap in another address
+   (DNS rebinding); the peer address of the connection is checked again after connecting;
+4. one overall time limit, a size cap on the decoded body (a gzip bomb stops at the cap), and only
+   text/HTML content types. ``Connection: close`` keeps a pooled connection of one host from serving
+   another host that shares its IP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+import socket
+import time
+from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import httpx
+
+from hermes.errors import FetchError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+_METADATA = frozenset(ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200"))
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """What a fetch may reach and how much it may take."""
+
+    allow_loopback: bool = False
+    allow_private: bool = False
+    timeout: float = 20.0
+    max_bytes: int = 5 * 1024 * 1024
+    max_redirects: int = 5
+    user_agent: str = "hermes/1 (+page extraction)"
+    #: content types accepted (lower case, without parameters)
+    content_types: tuple[str, ...] = TEXT_TYPES
+
+
+@dataclass(frozen=True)
+class FetchedPage:
+    """A fetched document: the final URL (after redirects), status, content type and decoded text."""
+
+    url: str
+    status: int
+    content_type: str
+    text: str
+    #: the raw body (for images and other binary types ``text`` is empty)
+    body: bytes = b""
+
+
+def _refused(message: str) -> FetchError:
+    return FetchError(403, "url_not_allowed", message)
+
+
+def ip_allowed(ip: IPAddress, policy: FetchPolicy) -> bool:
+    """Whether a fetch may connect to ``ip`` under ``policy``."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif ip in _NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _METADATA or ip.is_link_local or ip.is_multicast or ip.is_unspecified:
+        return False
+    if ip.is_loopback:
+        return policy.allow_loopback
+    if ip.is_reserved:
+        return False
+    if ip.is_private or not ip.is_global:
+        return policy.allow_private
+    return True
+
+
+def _check_url(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of a fetchable URL, or a 400/403 error."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise FetchError(400, "invalid_url", "the URL is not valid") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise _refused("only http and https URLs can be fetched")
+    if "@" in parts.netloc:
+        raise _refused("URLs with user info are not fetched")
+    host = (parts.hostname or "").rstrip(".").lower()
+    if not host or any(c.isspace() for c in url):
+        raise FetchError(400, "invalid_url", "the URL has no valid host")
+    return scheme, host, port or (443 if scheme == "https" else 80)
+
+
+async def resolve_allowed(host: str, port: int, policy: FetchPolicy) -> IPAddress:
+    """The address to connect to; every address the name resolves to must be allowed."""
+    try:
+        addresses: list[IPAddress] = [ipaddress.ip_address(host)]
+    except ValueError:
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError):
+            raise FetchError(502, "fetch_failed", f"cannot resolve {host}") from None
+        addresses = []
+        for info in infos:
+            addr = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+            if addr not in addresses:
+                addresses.append(addr)
+    if not addresses:
+        raise FetchError(502, "fetch_failed", f"cannot resolve {host}")
+    for addr in addresses:
+        if not ip_allowed(addr, policy):
+            raise _refused(f"{host} resolves to an address that is not fetched from (private or local)")
+    return addresses[0]
+
+
+def _pinned_url(url: str, ip: IPAddress, port: int) -> str:
+    parts = urlsplit(url)
+    literal = f"[{ip}]" if isinstance(ip, ipaddress.IPv6Address) else str(ip)
+    return urlunsplit((parts.scheme, f"{literal}:{port}", parts.path or "/", parts.query, ""))
+
+
+def _host_header(host: str, scheme: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == (443 if scheme == "https" else 80) else f"{shown}:{port}"
+
+
+def _decode(raw: bytes, response: httpx.Response) -> str:
+    charset = response.charset_encoding
+    if not charset:
+        match = _META_CHARSET.search(raw[:4096])
+        charset = match.group(1).decode("ascii") if match else "utf-8"
+    try:
+        return raw.decode(charset, errors="replace")
+    except LookupError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def _peer_ok(response: httpx.Response, ip: IPAddress) -> bool:
+    stream = response.extensions.get("network_stream")
+    if stream is None:
+        return True
+    addr = stream.get_extra_info("server_addr")
+    if not addr:
+        return True
+    try:
+        return ipaddress.ip_address(str(addr[0]).split("%", 1)[0]) == ip
+    except ValueError:
+        return False
+
+
+async def _hop(client: httpx.AsyncClient, url: str, policy: FetchPolicy, deadline: float) -> FetchedPage | str:
+    """One request: the page, or the absolute URL of a redirect to follow."""
+    scheme, host, port = _check_url(url)
+    ip = await resolve_allowed(host, port, policy)
+    headers = {"host": _host_header(host, scheme, port), "user-agent": policy.user_agent, "connection": "close",
+               "accept": "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.1"}
+    extensions = {"sni_hostname": host} if scheme == "https" and host != str(ip) else {}
+    timeout = max(0.05, deadline - time.monotonic())
+    async with client.stream("GET", _pinned_url(url, ip, port), headers=headers, extensions=extensions,
+                             timeout=timeout, follow_redirects=False) as response:
+        if not _peer_ok(response, ip):
+            raise _refused("the connection ended up at an address that was not checked")
+        if response.status_code in _REDIRECTS and response.headers.get("location"):
+            return urljoin(url, response.headers["location"])
+        ctype = response.headers.get("content-type", "text/html").split(";")[0].strip().lower()
+        if ctype not in policy.content_types:
+            raise FetchError(415, "unsupported_content",
+                             f"the URL serves {ctype}; accepted here: {', '.join(policy.content_types)}")
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > policy.max_bytes:
+                raise FetchError(413, "page_too_large",
+                                 f"the response is larger than the limit of {policy.max_bytes} bytes")
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        text = _decode(raw, response) if ctype in TEXT_TYPES else ""
+        return FetchedPage(url, response.status_code, ctype, text, raw)
+
+
+async def safe_fetch(client: httpx.AsyncClient, url: str, policy: FetchPolicy) -> FetchedPage:
+    """GET ``url`` under ``policy``, following redirects hop by hop; raises :class:`FetchError`."""
+    deadline = time.monotonic() + policy.timeout
+    current = url
+    try:
+        async with asyncio.timeout(policy.timeout):
+            for _ in range(policy.max_redirects + 1):
+                result = await _hop(client, current, policy, deadline)
+                if isinstance(result, FetchedPage):
+                    return result
+                current = result
+    except TimeoutError:
+        raise FetchError(504, "fetch_timeout", f"the page did not load within {policy.timeout:g} s") from None
+    except httpx.TimeoutException:
+        raise FetchError(504, "fetch_timeout", f"the page did not load within {policy.timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise FetchError(502, "fetch_failed", f"the page could not be fetched ({type(exc).__name__})") from None
+    raise FetchError(502, "too_many_redirects", f"more than {policy.max_redirects} redirects")

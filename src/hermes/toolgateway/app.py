@@ -1,0 +1,142 @@
+"""The gateway's ASGI application: :func:`create_app` and the URL layout of one process on one port.
+
+::
+
+    Host: firecrawl-gateway.<domain>[:port]   /v2/search …     → the firecrawl relay (vendor paths as-is)
+    any host                                  /relay/firecrawl/v2/search → the same relay (pinned origins)
+    any other host (the bare domain, an IP)   /api/oauth/…, /device      → the portal
+                                              /api/usage, /api/admin/usage → usage views
+    every host                                /healthz, /readyz           → health (never a relay path)
+    bare host                                 /openapi.json               → the schema
+
+A client pins a relay with ``FIRECRAWL_GATEWAY_URL=http://127.0.0.1:8787/relay/firecrawl``: the
+upstream client (and firecrawl-py, which builds ``f"{api_url}{endpoint}"``) appends vendor paths
+directly to the pinned URL, so a path prefix works as an origin. Absolute URLs a relay hands out
+(queue status URLs, later) are built from the request's own scheme, ``Host`` and prefix.
+A label without a relay yet answers 404 ``relay_not_available``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from hermes.toolgateway import api, portal
+from hermes.toolgateway.accesslog import AccessLogMiddleware, LogSink
+from hermes.toolgateway.config import GatewayConfig
+from hermes.toolgateway.errors import GatewayHTTPError, json_response
+from hermes.toolgateway.relays import KNOWN_LABELS
+from hermes.toolgateway.services import Gateway
+
+RELAY_PREFIX = "/relay/"
+_LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
+_EVERYWHERE = frozenset({"/healthz", "/readyz"})
+
+
+def relay_label_for_host(host_header: str, domain: str) -> str | None:
+    """``firecrawl`` for ``firecrawl-gateway.<domain>[:port]``; None for any other host."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return None
+    name, sep, port = host.rpartition(":")
+    if sep and port.isdigit():
+        host = name
+    host = host.rstrip(".")
+    suffix = f"-gateway.{domain}"
+    if not host.endswith(suffix):
+        return None
+    label = host[: -len(suffix)]
+    return label if _LABEL.match(label) else None
+
+
+class RelayRouter:
+    """Pure ASGI: sends relay hosts and ``/relay/{label}/…`` paths to the relays, the rest on."""
+
+    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+        self.app = app
+        self.gateway = gateway
+        self.domain = gateway.config.domain
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path.startswith(RELAY_PREFIX):
+            label, _, rest = path[len(RELAY_PREFIX):].partition("/")
+            prefix = RELAY_PREFIX + label
+            child = dict(scope)
+            child["path"] = "/" + rest
+            child["root_path"] = scope.get("root_path", "") + prefix
+            raw = scope.get("raw_path")
+            if isinstance(raw, bytes) and raw.startswith(prefix.encode()):
+                child["raw_path"] = raw[len(prefix):] or b"/"
+            await self._relay(label, child, receive, send)
+            return
+        if path not in _EVERYWHERE:
+            host = ""
+            for name, value in scope["headers"]:
+                if name == b"host":
+                    host = value.decode("latin-1")
+                    break
+            host_label = relay_label_for_host(host, self.domain) if host else None
+            if host_label is not None:
+                await self._relay(host_label, scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    async def _relay(self, label: str, scope: Scope, receive: Receive, send: Send) -> None:
+        relay = self.gateway.relays.get(label)
+        if relay is not None:
+            await relay(scope, receive, send)
+            return
+        if label in KNOWN_LABELS:
+            error = GatewayHTTPError(404, "relay_not_available", f"this gateway does not offer the {label} relay yet")
+        else:
+            error = GatewayHTTPError(404, "unknown_relay", f"there is no relay named {label!r}")
+        await error.response()(scope, receive, send)
+
+
+async def _gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayHTTPError)
+    return exc.response()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+    return json_response({"error": str(exc.detail), "code": code}, exc.status_code, exc.headers)
+
+
+def create_app(config: GatewayConfig, *, gateway: Gateway | None = None) -> Starlette:
+    """The ASGI app for ``config``; resources open in its lifespan and close after in-flight requests."""
+    gw = gateway or Gateway(config)
+    sink = LogSink(config.access_log)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        await gw.start()
+        try:
+            yield {}
+        finally:
+            await gw.close()
+            sink.close()
+
+    app = Starlette(
+        routes=[*api.routes(gw), *portal.routes(gw)],
+        middleware=[Middleware(AccessLogMiddleware, sink=sink),
+                    Middleware(RelayRouter, gateway=gw)],
+        exception_handlers={GatewayHTTPError: _gateway_error, HTTPException: _http_error},
+        lifespan=lifespan,
+    )
+    app.state.gateway = gw
+    return app

@@ -1,0 +1,138 @@
+"""Who is calling, and may they use this category? Checked on every relayed request.
+
+:meth:`Authenticator.authenticate` turns the credential a relay receives into a :class:`Principal`:
+
+1. the token is taken from where the vendor's client puts it (``Authorization: Bearer``,
+   ``Authorization: Key`` for FAL, or a vendor header such as ``X-Browser-Use-API-Key``);
+2. its HS256 signature and ``exp`` are verified with the server secret (``alg`` other than HS256 is
+   refused) — 401 ``invalid_token`` / ``token_expired``; a verified token is remembered (bounded) so
+   the next request with the same bytes only re-checks ``exp``;
+3. its ``jti`` is looked up together with its owner in one indexed query — 401 ``unknown_token`` (not
+   issued here, or the database was reset), 401 ``token_revoked``, 403 ``account_disabled``. This is
+   what makes revocation effective on the very next request.
+
+:meth:`Authenticator.authorize` then checks the relay's needs against the owner's *current* plan:
+403 ``insufficient_scope`` (no ``tool:invoke``), 402 ``subscription_expired`` (with the portal URL),
+403 ``not_entitled`` (plan ``none``) or ``category_not_covered`` (free tier without that category).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.toolgateway import jwt
+from hermes.toolgateway.accounts import Accounts, User
+from hermes.toolgateway.config import PlanConfig
+from hermes.toolgateway.errors import GatewayHTTPError, unauthorized
+
+#: ``bearer`` and ``key`` read ``Authorization``; any other entry is a header name holding the bare token.
+TokenSource = str
+
+
+def extract_token(headers: Mapping[str, str], sources: Sequence[TokenSource] = ("bearer",)) -> str | None:
+    """The credential from the first source that carries one (header names are lower-case)."""
+    for source in sources:
+        if source in ("bearer", "key"):
+            value = headers.get("authorization", "")
+            scheme, _, rest = value.strip().partition(" ")
+            if scheme.lower() == source and rest.strip():
+                return rest.strip()
+        else:
+            value = headers.get(source, "").strip()
+            if value:
+                return value
+    return None
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated caller: the user (as stored now), the token id and the token's scopes."""
+
+    user: User
+    plan: PlanConfig
+    jti: str
+    scopes: frozenset[str]
+    claims: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def rate_key(self) -> str:
+        """The rate-limit bucket: the verified subject and token id."""
+        return f"{self.user.uid}:{self.jti}"
+
+
+class Authenticator:
+    """Verifies gateway tokens against the secret and the database."""
+
+    def __init__(self, accounts: Accounts, clock: Callable[[], float] = time.time, cache_size: int = 10_000) -> None:
+        self.accounts = accounts
+        self.clock = clock
+        self.cache_size = cache_size
+        self._verified: dict[str, dict[str, Any]] = {}
+
+    def _claims(self, token: str) -> dict[str, Any]:
+        """Verified claims; a token already verified (same bytes, signature included) skips the HMAC and JSON
+        work until its ``exp``. Revocation and the user are still read from the database on every request."""
+        now = self.clock()
+        claims = self._verified.get(token)
+        if claims is not None and claims["exp"] > now:
+            return claims
+        claims = jwt.verify(token, self.accounts.secret, now=now)
+        if len(self._verified) >= self.cache_size:
+            self._verified.clear()
+        self._verified[token] = claims
+        return claims
+
+    @property
+    def portal_url(self) -> str:
+        return self.accounts.config.base_url()
+
+    def authenticate(self, token: str | None) -> Principal:
+        if not token:
+            raise unauthorized("missing_token", "no gateway token: send 'Authorization: Bearer <token>'")
+        try:
+            claims = self._claims(token)
+        except jwt.InvalidToken as exc:
+            if exc.reason == "expired":
+                raise unauthorized("token_expired", "the gateway token has expired; log in again or refresh it",
+                                   self.portal_url) from None
+            raise unauthorized("invalid_token", f"the gateway token is not valid: {exc}") from None
+        jti = claims.get("jti")
+        if not isinstance(jti, str):
+            raise unauthorized("invalid_token", "the token has no id")
+        state = self.accounts.token_state(jti)
+        if state is None:
+            raise unauthorized("unknown_token", "this token was not issued by this gateway")
+        revoked, user = state
+        if revoked:
+            raise unauthorized("token_revoked", "this token has been revoked", self.portal_url)
+        if claims.get("sub") != user.uid:
+            raise unauthorized("invalid_token", "the token's subject does not match its record")
+        if user.disabled:
+            raise GatewayHTTPError(403, "account_disabled", "this account is disabled; ask the gateway operator")
+        scope = claims.get("scope")
+        scopes = frozenset(scope.split()) if isinstance(scope, str) else frozenset()
+        return Principal(user, self.accounts.plan_of(user), jti, scopes, claims)
+
+    def authorize(self, principal: Principal, category: str, *, scope: str = "tool:invoke") -> None:
+        """Refuse unless ``principal`` may use a relay of ``category`` right now."""
+        if scope not in principal.scopes:
+            raise GatewayHTTPError(403, "insufficient_scope", f"this token lacks the {scope} scope")
+        if not principal.user.plan_active(self.clock()):
+            raise GatewayHTTPError(
+                402, "subscription_expired",
+                f"your {principal.plan.name} plan has expired; renew it at {self.portal_url} "
+                "or switch this tool to your own key",
+                extra={"portal_url": self.portal_url},
+            )
+        if not principal.plan.covers(category):
+            if principal.plan.tool_access:
+                raise GatewayHTTPError(
+                    403, "category_not_covered",
+                    f"the {principal.plan.name} plan does not cover {category}; upgrade at {self.portal_url}",
+                    extra={"portal_url": self.portal_url, "category": category},
+                )
+            raise GatewayHTTPError(403, "not_entitled", f"this account has no tool access; see {self.portal_url}",
+                                   extra={"portal_url": self.portal_url, "category": category})

@@ -1,0 +1,325 @@
+"""The gateway server's configuration: one frozen :class:`GatewayConfig`, from a file plus overrides.
+
+The file is TOML (``.toml``) or YAML (``.yaml``/``.yml``); every key is optional, so no file at all
+gives a working server on ``127.0.0.1:8787`` with its SQLite database under
+``HERMES_HOME/toolgateway/``. The keys are documented in ``docs/gateway/server.md``; a wrong type or an
+unknown value is a :class:`~hermes.errors.ConfigError` naming the key.
+
+Vendor keys are read from the environment (``firecrawl_api_key_env``, default ``FIRECRAWL_API_KEY``) or
+given inline; they are kept out of ``repr`` and never leave the server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from hermes.config.paths import hermes_home
+from hermes.errors import ConfigError
+
+#: Coverage categories, as the client reads them from ``tool_access.coverage``.
+CATEGORIES: tuple[str, ...] = ("firecrawl", "fal", "fal-video", "openai-audio", "browser-use", "modal")
+
+DEFAULT_PORT = 8787
+DEFAULT_DOMAIN = "localhost"
+SEARCH_BACKENDS = ("firecrawl", "searxng", "off")
+SCRAPE_BACKENDS = ("firecrawl", "local", "off")
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    """What a plan grants: the claims it produces and its monthly quotas (units per category)."""
+
+    name: str
+    paid_access: bool
+    tool_access: bool
+    coverage: frozenset[str]
+    monthly: Mapping[str, int] = field(default_factory=dict)
+    managed_tools: bool = False
+
+    def covers(self, category: str) -> bool:
+        """Whether a relay of ``category`` may be used at all under this plan."""
+        return self.paid_access or (self.tool_access and category in self.coverage)
+
+
+def default_plans() -> dict[str, PlanConfig]:
+    """``paid`` (everything, no cap), ``free`` (web and FAL images with a monthly allowance), ``none``."""
+    return {
+        "paid": PlanConfig("paid", True, True, frozenset(CATEGORIES), {}, managed_tools=True),
+        "free": PlanConfig("free", False, True, frozenset({"firecrawl", "fal"}), {"firecrawl": 100, "fal": 25}),
+        "none": PlanConfig("none", False, False, frozenset(), {}),
+    }
+
+
+@dataclass(frozen=True)
+class FirecrawlRelayConfig:
+    """Backends of the ``firecrawl`` relay: search and scrape are chosen separately."""
+
+    search: str = "off"
+    scrape: str = "local"
+    firecrawl_url: str = "https://api.firecrawl.dev"
+    firecrawl_api_key: str | None = field(default=None, repr=False)
+    searxng_url: str | None = None
+    allow_loopback: bool = False
+    allow_private: bool = False
+    fetch_timeout: float = 20.0
+    max_page_bytes: int = 5 * 1024 * 1024
+    max_redirects: int = 5
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size, time and retry limits around every relayed call."""
+
+    max_request_bytes: int = 1024 * 1024
+    max_response_bytes: int = 10 * 1024 * 1024
+    vendor_deadline: float = 60.0
+    vendor_retries: int = 3
+    backoff_base: float = 0.25
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Token bucket per access token: ``per_second`` refill, ``burst`` capacity (0 disables)."""
+
+    per_second: float = 10.0
+    burst: int = 20
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """Everything the server needs; build with :func:`load_config`."""
+
+    home: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    domain: str = DEFAULT_DOMAIN
+    public_url: str | None = None
+    database: Path | None = None
+    admin_token: str | None = field(default=None, repr=False)
+    access_log: str = "-"
+    access_token_ttl: int = 3600
+    refresh_token_ttl: int = 30 * 86400
+    device_code_ttl: int = 900
+    device_poll_interval: int = 1
+    org_id: str | None = None
+    plans: Mapping[str, PlanConfig] = field(default_factory=default_plans)
+    costs: Mapping[str, float] = field(default_factory=dict)
+    limits: Limits = Limits()
+    rate_limit: RateLimit = RateLimit()
+    firecrawl: FirecrawlRelayConfig = FirecrawlRelayConfig()
+
+    @property
+    def state_dir(self) -> Path:
+        """``HERMES_HOME/toolgateway``: the database, the signing secret and the admin token."""
+        return self.home / "toolgateway"
+
+    @property
+    def db_path(self) -> Path:
+        return self.database or self.state_dir / "gateway.db"
+
+    @property
+    def secret_path(self) -> Path:
+        return self.state_dir / "secret"
+
+    @property
+    def admin_token_path(self) -> Path:
+        return self.state_dir / "admin_token"
+
+    def base_url(self) -> str:
+        """Where people reach the portal: ``public_url``, else ``http://host:port`` (loopback for 0.0.0.0)."""
+        if self.public_url:
+            return self.public_url.rstrip("/")
+        host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
+
+    def unit_cost(self, category: str, operation: str, backend: str) -> float:
+        """Cost of one unit: ``costs["category.operation.backend"]``, then ``category.operation``, else 0."""
+        for key in (f"{category}.{operation}.{backend}", f"{category}.{operation}", category):
+            if key in self.costs:
+                return self.costs[key]
+        return 0.0
+
+
+# -- reading --------------------------------------------------------------------------------------
+class _Reader:
+    """Typed access to one table of the file, with errors that name the dotted key."""
+
+    def __init__(self, data: Mapping[str, Any], prefix: str = "") -> None:
+        self.data = data
+        self.prefix = prefix
+
+    def _name(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def table(self, key: str) -> _Reader:
+        value = self.data.get(key, {})
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"gateway config: {self._name(key)} must be a table")
+        return _Reader(value, f"{self._name(key)}.")
+
+    def text(self, key: str, default: str | None = None) -> str | None:
+        value = self.data.get(key, default)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"gateway config: {self._name(key)} must be a string")
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+        value = self.text(key, default) or default
+        if value not in choices:
+            raise ConfigError(f"gateway config: {self._name(key)} must be one of {', '.join(choices)}, not {value!r}")
+        return value
+
+    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+            raise ConfigError(f"gateway config: {self._name(key)} must be a number >= {minimum:g}")
+        return float(value)
+
+    def integer(self, key: str, default: int, *, minimum: int = 0) -> int:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"gateway config: {self._name(key)} must be an integer >= {minimum}")
+        return value
+
+    def flag(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"gateway config: {self._name(key)} must be true or false")
+        return value
+
+
+def _read_file(path: Path) -> Mapping[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the gateway config {path}: {exc}") from exc
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data: Any = tomllib.loads(text)
+        else:
+            from ruamel.yaml import YAML
+
+            data = YAML(typ="safe").load(text) or {}
+    except Exception as exc:  # tomllib and ruamel raise their own error types
+        raise ConfigError(f"the gateway config {path} is not valid: {exc}") from exc
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"the gateway config {path} must be a table of keys")
+    return data
+
+
+def _plans(reader: _Reader) -> dict[str, PlanConfig]:
+    plans = default_plans()
+    for name, base in list(plans.items()):
+        table = reader.table(name)
+        if not table.data:
+            continue
+        coverage = table.data.get("coverage", sorted(base.coverage))
+        if not isinstance(coverage, list) or any(c not in CATEGORIES for c in coverage):
+            raise ConfigError(
+                f"gateway config: plans.{name}.coverage must list categories from {', '.join(CATEGORIES)}")
+        monthly_raw = table.data.get("monthly", dict(base.monthly))
+        if not isinstance(monthly_raw, Mapping):
+            raise ConfigError(f"gateway config: plans.{name}.monthly must be a table of category = units")
+        monthly: dict[str, int] = {}
+        for cat, units in monthly_raw.items():
+            if cat not in CATEGORIES or isinstance(units, bool) or not isinstance(units, int) or units < 0:
+                raise ConfigError(f"gateway config: plans.{name}.monthly.{cat} must be a known category = units >= 0")
+            monthly[str(cat)] = units
+        plans[name] = replace(base, coverage=frozenset(coverage), monthly=monthly,
+                              managed_tools=table.flag("managed_tools", base.managed_tools))
+    return plans
+
+
+def _firecrawl(reader: _Reader, env: Mapping[str, str]) -> FirecrawlRelayConfig:
+    key_env = reader.text("firecrawl_api_key_env", "FIRECRAWL_API_KEY") or "FIRECRAWL_API_KEY"
+    api_key = reader.text("firecrawl_api_key") or env.get(key_env) or None
+    searxng_url = reader.text("searxng_url") or env.get("SEARXNG_URL") or None
+    has_vendor = "firecrawl_url" in reader.data or api_key is not None
+    default_search = "firecrawl" if has_vendor else ("searxng" if searxng_url else "off")
+    default_scrape = "firecrawl" if has_vendor else "local"
+    return FirecrawlRelayConfig(
+        search=reader.choice("search", SEARCH_BACKENDS, default_search),
+        scrape=reader.choice("scrape", SCRAPE_BACKENDS, default_scrape),
+        firecrawl_url=(reader.text("firecrawl_url") or "https://api.firecrawl.dev").rstrip("/"),
+        firecrawl_api_key=api_key,
+        searxng_url=searxng_url.rstrip("/") if searxng_url else None,
+        allow_loopback=reader.flag("allow_loopback", False),
+        allow_private=reader.flag("allow_private", False),
+        fetch_timeout=reader.number("fetch_timeout", 20.0, minimum=0.1),
+        max_page_bytes=reader.integer("max_page_bytes", 5 * 1024 * 1024, minimum=1024),
+        max_redirects=reader.integer("max_redirects", 5),
+    )
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> GatewayConfig:
+    """Read ``path`` (optional) and apply ``overrides``: a flat mapping of top-level keys, plus
+    ``relays.firecrawl.*`` keys given as ``firecrawl.<key>`` (command-line flags).
+
+    ``env`` defaults to the process environment (vendor keys, ``SEARXNG_URL``,
+    ``HERMES_GATEWAY_ADMIN_TOKEN``); ``home`` to ``HERMES_HOME``.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    data: dict[str, Any] = dict(_read_file(path)) if path is not None else {}
+    relays = dict(data.get("relays") or {}) if isinstance(data.get("relays", {}), Mapping) else None
+    if relays is None:
+        raise ConfigError("gateway config: relays must be a table")
+    fc = dict(relays.get("firecrawl") or {})
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key.startswith("firecrawl."):
+            fc[key.removeprefix("firecrawl.")] = value
+        else:
+            data[key] = value
+    relays["firecrawl"] = fc
+    top = _Reader(data)
+    admin_env = top.text("admin_token_env", "HERMES_GATEWAY_ADMIN_TOKEN") or "HERMES_GATEWAY_ADMIN_TOKEN"
+    database = top.text("database")
+    costs_raw = top.table("costs").data
+    costs: dict[str, float] = {}
+    for key, value in costs_raw.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(f"gateway config: costs.{key} must be a number >= 0 (USD per unit)")
+        costs[str(key)] = float(value)
+    lim, rate = top.table("limits"), top.table("rate_limit")
+    domain = (top.text("domain", DEFAULT_DOMAIN) or DEFAULT_DOMAIN).lower().strip(".")
+    return GatewayConfig(
+        home=(home or hermes_home()).expanduser(),
+        host=top.text("host", "127.0.0.1") or "127.0.0.1",
+        port=top.integer("port", DEFAULT_PORT),
+        domain=domain,
+        public_url=top.text("public_url"),
+        database=Path(database).expanduser() if database else None,
+        admin_token=top.text("admin_token") or environ.get(admin_env) or None,
+        access_log=top.text("access_log", "-") or "-",
+        access_token_ttl=top.integer("access_token_ttl", 3600, minimum=60),
+        refresh_token_ttl=top.integer("refresh_token_ttl", 30 * 86400, minimum=60),
+        device_code_ttl=top.integer("device_code_ttl", 900, minimum=30),
+        device_poll_interval=top.integer("device_poll_interval", 1, minimum=1),
+        org_id=top.text("org_id"),
+        plans=_plans(top.table("plans")),
+        costs=costs,
+        limits=Limits(
+            max_request_bytes=lim.integer("max_request_bytes", 1024 * 1024, minimum=1024),
+            max_response_bytes=lim.integer("max_response_bytes", 10 * 1024 * 1024, minimum=1024),
+            vendor_deadline=lim.number("vendor_deadline", 60.0, minimum=0.1),
+            vendor_retries=lim.integer("vendor_retries", 3),
+            backoff_base=lim.number("backoff_base", 0.25),
+        ),
+        rate_limit=RateLimit(per_second=rate.number("per_second", 10.0), burst=rate.integer("burst", 20)),
+        firecrawl=_firecrawl(_Reader(fc, "relays.firecrawl."), environ),
+    )

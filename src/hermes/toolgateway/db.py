@@ -1,0 +1,172 @@
+"""The gateway's own SQLite database (``HERMES_HOME/toolgateway/gateway.db``) and its migrations.
+
+Separate from the sessions database: it has its own file and its own ordered migration list
+(:data:`MIGRATIONS`, applied by :func:`hermes.store.migrations.migrate` under ``BEGIN IMMEDIATE``, so
+two processes opening the file at once migrate it once). Same connection settings as the store: WAL,
+``synchronous=NORMAL``, foreign keys, a busy timeout, autocommit mode (writers open their own
+transactions). Several gateway processes may share one file; every quota decision is a single
+atomic statement (see :mod:`hermes.toolgateway.metering`).
+
+Secrets are never stored: refresh tokens, device codes and login links only as SHA-256 hashes;
+access tokens are signed JWTs of which only the id (``jti``) is kept, for revocation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from hermes.errors import StoreError
+from hermes.store.migrations import Migration, migrate
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+def _run(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    for statement in statements:
+        conn.execute(statement)
+
+
+def m001_accounts(conn: sqlite3.Connection) -> None:
+    """Users, access tokens (ids only), refresh-token families, device codes and login links."""
+    _run(conn, [
+        """
+        CREATE TABLE users (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            uid          TEXT NOT NULL UNIQUE,
+            name         TEXT NOT NULL UNIQUE,
+            plan         TEXT NOT NULL CHECK (plan IN ('paid', 'free', 'none')),
+            plan_expires REAL,
+            disabled     INTEGER NOT NULL DEFAULT 0,
+            created      REAL NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE token_families (
+            family    TEXT PRIMARY KEY,
+            user_id   INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            client_id TEXT NOT NULL,
+            scope     TEXT NOT NULL,
+            created   REAL NOT NULL,
+            revoked   REAL
+        )
+        """,
+        """
+        CREATE TABLE access_tokens (
+            jti     TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            family  TEXT REFERENCES token_families(family) ON DELETE CASCADE,
+            source  TEXT NOT NULL,
+            scope   TEXT NOT NULL,
+            issued  REAL NOT NULL,
+            expires REAL NOT NULL,
+            revoked REAL
+        )
+        """,
+        "CREATE INDEX access_tokens_user ON access_tokens(user_id)",
+        "CREATE INDEX access_tokens_family ON access_tokens(family)",
+        """
+        CREATE TABLE refresh_tokens (
+            hash    TEXT PRIMARY KEY,
+            family  TEXT NOT NULL REFERENCES token_families(family) ON DELETE CASCADE,
+            issued  REAL NOT NULL,
+            expires REAL NOT NULL,
+            used    REAL
+        )
+        """,
+        "CREATE INDEX refresh_tokens_family ON refresh_tokens(family)",
+        """
+        CREATE TABLE device_codes (
+            device_hash TEXT PRIMARY KEY,
+            user_code   TEXT NOT NULL UNIQUE,
+            client_id   TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            created     REAL NOT NULL,
+            expires     REAL NOT NULL,
+            interval    INTEGER NOT NULL,
+            last_poll   REAL,
+            status      TEXT NOT NULL DEFAULT 'pending'
+                        CHECK (status IN ('pending', 'approved', 'denied', 'consumed')),
+            user_id     INTEGER REFERENCES users(id) ON DELETE CASCADE
+        )
+        """,
+        """
+        CREATE TABLE login_links (
+            hash    TEXT PRIMARY KEY,
+            user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            created REAL NOT NULL,
+            expires REAL NOT NULL,
+            used    REAL
+        )
+        """,
+    ])
+
+
+def m002_metering(conn: sqlite3.Connection) -> None:
+    """Every relayed call (``usage``) and the monthly quota counters."""
+    _run(conn, [
+        """
+        CREATE TABLE usage (
+            id         INTEGER PRIMARY KEY AUTOINCREMENT,
+            ts         REAL NOT NULL,
+            user_id    INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            jti        TEXT,
+            category   TEXT NOT NULL,
+            vendor     TEXT NOT NULL,
+            operation  TEXT NOT NULL,
+            units      INTEGER NOT NULL,
+            cost       REAL NOT NULL,
+            status     INTEGER NOT NULL,
+            latency_ms REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX usage_user_ts ON usage(user_id, ts)",
+        "CREATE INDEX usage_ts ON usage(ts)",
+        """
+        CREATE TABLE quota_counters (
+            user_id  INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            category TEXT NOT NULL,
+            period   TEXT NOT NULL,
+            used     INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (user_id, category, period)
+        ) WITHOUT ROWID
+        """,
+    ])
+
+
+#: ``MIGRATIONS[i]`` takes the gateway database from ``user_version`` i to i + 1; append only.
+MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering)
+
+
+def secret_hash(value: str) -> str:
+    """SHA-256 hex of a secret (refresh tokens, device codes, login links are stored only this way)."""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) the gateway database at ``path`` and migrate it.
+
+    Raises :class:`~hermes.errors.StoreError` when the file cannot be opened or migrated.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot open the gateway database {path}: {exc}") from exc
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        migrate(conn, MIGRATIONS)
+    except sqlite3.Error as exc:
+        conn.close()
+        raise StoreError(f"cannot prepare the gateway database {path}: {exc}") from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -1,0 +1,63 @@
+"""Errors the gateway answers with, and their one JSON shape.
+
+Every refusal and failure is a JSON object with a human ``error`` string at the top level plus a
+machine ``code`` — the shape every client reads: the Firecrawl SDK and the upstream modal client take
+``error`` (or ``message``/``code``), the upstream account check treats a string ``error`` as failure.
+Firecrawl-shaped relays add ``"success": false``. Examples::
+
+    401 {"success": false, "error": "the token has expired", "code": "token_expired", ...}
+    402 {"success": false, "error": "...", "code": "subscription_expired", "portal_url": "http://..."}
+    429 {"success": false, "error": "...", "code": "quota_exceeded", "retry_after": 3600}  + Retry-After
+
+Status codes: 400 bad request, 401 no/invalid/expired/revoked token, 402 plan expired, 403 disabled
+account / category not covered / missing scope / URL not allowed, 404 unknown relay or path, 413 request
+too large, 429 quota or rate limit (with ``Retry-After``), 502 vendor failed, 503 backend not
+configured, 504 vendor timed out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from starlette.responses import Response
+
+
+class GatewayHTTPError(Exception):
+    """An answer other than success; raised anywhere in a request, turned into JSON at one place."""
+
+    def __init__(self, status: int, code: str, message: str, *, headers: Mapping[str, str] | None = None,
+                 extra: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+        self.extra = dict(extra or {})
+
+    def body(self) -> dict[str, Any]:
+        return {"success": False, "error": self.message, "code": self.code, "message": self.message, **self.extra}
+
+    def response(self) -> Response:
+        return json_response(self.body(), self.status, self.headers)
+
+
+def json_response(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
+    """A compact JSON response (``application/json``), never cached."""
+    body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    hdrs = {"cache-control": "no-store", **(headers or {})}
+    return Response(body, status_code=status, headers=hdrs, media_type="application/json")
+
+
+def unauthorized(code: str, message: str, portal_url: str | None = None) -> GatewayHTTPError:
+    """401 with ``WWW-Authenticate: Bearer error="invalid_token"`` (RFC 6750)."""
+    extra = {"portal_url": portal_url} if portal_url else None
+    return GatewayHTTPError(401, code, message, headers={"www-authenticate": 'Bearer error="invalid_token"'},
+                            extra=extra)
+
+
+def too_many(code: str, message: str, retry_after: int, **extra: Any) -> GatewayHTTPError:
+    """429 with ``Retry-After`` in whole seconds."""
+    return GatewayHTTPError(429, code, message, headers={"retry-after": str(retry_after)},
+                            extra={"retry_after": retry_after, **extra})

@@ -1,0 +1,151 @@
+"""Metering and quotas on the gateway database (SPEC GW-10, GW-15).
+
+**Quotas are reserved before the vendor is called, in one statement.** A plan's monthly allowance per
+category (``plans.<plan>.monthly``) is a counter row ``(user, category, "YYYY-MM")``; :meth:`Meter.reserve`
+is a single ``INSERT … ON CONFLICT DO UPDATE … WHERE used + n <= limit RETURNING used``. SQLite runs
+one statement at a time under its write lock, so the check and the increment cannot be split — neither
+by coroutines of one process nor by several processes sharing the file. A call that then fails gets
+its units back (:meth:`Meter.refund`): people pay for answers, not for vendor errors.
+
+**Every relayed call is recorded** (:meth:`Meter.record`): user, token id, category, vendor (backend),
+operation, units, cost, HTTP status and latency. :meth:`Meter.summary` aggregates them per category,
+vendor and operation — for one user (``/api/usage``) or for everyone (``/api/admin/usage``).
+
+Periods are calendar months in UTC; ``Retry-After`` for an exhausted allowance is the time left until
+the next month starts.
+"""
+
+from __future__ import annotations
+
+import calendar
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any
+
+
+def month_period(now: float) -> str:
+    """``YYYY-MM`` (UTC) of ``now``."""
+    return time.strftime("%Y-%m", time.gmtime(now))
+
+
+def next_period_start(now: float) -> float:
+    """The first second of the month after ``now`` (UTC), as a timestamp."""
+    t = time.gmtime(now)
+    year, month = (t.tm_year + 1, 1) if t.tm_mon == 12 else (t.tm_year, t.tm_mon + 1)
+    return float(calendar.timegm((year, month, 1, 0, 0, 0, 0, 0, 0)))
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """Units taken from a quota counter (``units == 0`` when the category has no limit)."""
+
+    user_id: int
+    category: str
+    period: str
+    units: int
+
+
+class QuotaExceeded(Exception):
+    """The allowance is used up; ``retry_after`` seconds until it resets."""
+
+    def __init__(self, category: str, limit: int, used: int, retry_after: int) -> None:
+        super().__init__(f"the monthly allowance of {limit} units for {category} is used up")
+        self.category = category
+        self.limit = limit
+        self.used = used
+        self.retry_after = retry_after
+
+
+class Meter:
+    """Quota counters and the usage log on one connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def reserve(self, user_id: int, category: str, units: int, limit: int | None, now: float) -> Reservation:
+        """Take ``units`` from the monthly allowance, atomically; raise :class:`QuotaExceeded` if it cannot.
+
+        ``limit=None`` means unlimited: nothing is reserved (usage is still recorded by the caller).
+        """
+        period = month_period(now)
+        if limit is None:
+            return Reservation(user_id, category, period, 0)
+        if units <= limit:
+            row = self.conn.execute(
+                "INSERT INTO quota_counters (user_id, category, period, used) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (user_id, category, period) DO UPDATE SET used = used + excluded.used "
+                "WHERE used + excluded.used <= ? RETURNING used",
+                (user_id, category, period, units, limit),
+            ).fetchone()
+            if row is not None:
+                return Reservation(user_id, category, period, units)
+        used = self.used(user_id, category, period)
+        raise QuotaExceeded(category, limit, used, max(1, int(next_period_start(now) - now) + 1))
+
+    def refund(self, reservation: Reservation) -> None:
+        """Give back the units of a call that failed."""
+        if reservation.units:
+            self.conn.execute(
+                "UPDATE quota_counters SET used = MAX(used - ?, 0) WHERE user_id = ? AND category = ? AND period = ?",
+                (reservation.units, reservation.user_id, reservation.category, reservation.period),
+            )
+
+    def used(self, user_id: int, category: str, period: str) -> int:
+        row = self.conn.execute(
+            "SELECT used FROM quota_counters WHERE user_id = ? AND category = ? AND period = ?",
+            (user_id, category, period),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def record(self, *, user_id: int, jti: str | None, category: str, vendor: str, operation: str, units: int,
+               cost: float, status: int, latency_ms: float, now: float) -> None:
+        """Append one relayed call to the usage log."""
+        self.conn.execute(
+            "INSERT INTO usage (ts, user_id, jti, category, vendor, operation, units, cost, status, latency_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (now, user_id, jti, category, vendor, operation, units, cost, status, round(latency_ms, 3)),
+        )
+
+    def summary(self, *, user_id: int | None, since: float, until: float) -> list[dict[str, Any]]:
+        """Calls, successes, units, cost and mean latency per (user,) category, vendor and operation."""
+        where = "WHERE g.ts >= ? AND g.ts < ?"
+        params: list[Any] = [since, until]
+        if user_id is not None:
+            where += " AND g.user_id = ?"
+            params.append(user_id)
+        rows = self.conn.execute(
+            "SELECT u.name AS user, g.category, g.vendor, g.operation, COUNT(*) AS calls, "
+            "SUM(g.status < 400) AS ok, SUM(g.units) AS units, SUM(g.cost) AS cost, AVG(g.latency_ms) AS latency "
+            f"FROM usage g JOIN users u ON u.id = g.user_id {where} "
+            "GROUP BY u.name, g.category, g.vendor, g.operation ORDER BY u.name, g.category, g.operation",
+            params,
+        ).fetchall()
+        return [
+            {"user": r["user"], "category": r["category"], "vendor": r["vendor"], "operation": r["operation"],
+             "calls": r["calls"], "succeeded": int(r["ok"] or 0), "units": int(r["units"] or 0),
+             "cost": round(float(r["cost"] or 0.0), 6), "mean_latency_ms": round(float(r["latency"] or 0.0), 3)}
+            for r in rows
+        ]
+
+    def daily(self, *, user_id: int | None, since: float, until: float) -> list[dict[str, Any]]:
+        """Units and cost per UTC day and category (for charts)."""
+        where = "WHERE ts >= ? AND ts < ?"
+        params: list[Any] = [since, until]
+        if user_id is not None:
+            where += " AND user_id = ?"
+            params.append(user_id)
+        rows = self.conn.execute(
+            "SELECT date(ts, 'unixepoch') AS day, category, COUNT(*) AS calls, SUM(units) AS units, "
+            f"SUM(cost) AS cost FROM usage {where} GROUP BY day, category ORDER BY day, category",
+            params,
+        ).fetchall()
+        return [{"day": r["day"], "category": r["category"], "calls": r["calls"], "units": int(r["units"] or 0),
+                 "cost": round(float(r["cost"] or 0.0), 6)} for r in rows]
+
+    def allowances(self, user_id: int, monthly: dict[str, int], now: float) -> dict[str, dict[str, Any]]:
+        """This month's used/limit per limited category, with the reset time."""
+        period = month_period(now)
+        resets = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(next_period_start(now)))
+        return {cat: {"used": self.used(user_id, cat, period), "limit": limit, "period": period, "resets_at": resets}
+                for cat, limit in sorted(monthly.items())}

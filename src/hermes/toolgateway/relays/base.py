@@ -1,0 +1,215 @@
+"""The relay framework: one pipeline around every vendor operation.
+
+A :class:`Relay` mirrors one vendor API under a label (``firecrawl`` → ``firecrawl-gateway.<domain>``
+and ``/relay/firecrawl``). It lists its :class:`Operation` s (method + exact path → handler) and names
+the backend serving each. :meth:`Relay.__call__` is the ASGI app the host/prefix router hands requests
+to, with the scope's ``path`` already relative to the relay. Every request goes through, in order:
+
+1. **authenticate** — token from the relay's ``token_sources``; signature, expiry, revocation, user
+   (:class:`~hermes.toolgateway.auth.Authenticator`);
+2. **route** — unknown path 404, wrong method 405;
+3. **authorize** — scope, plan expiry (402), category coverage (403);
+4. **rate limit** — token bucket keyed on ``sub:jti`` (429 + ``Retry-After``);
+5. **read the body** — refused past ``limits.max_request_bytes`` (413);
+6. **reserve quota** — atomically, before the vendor is called (429 + ``Retry-After``);
+7. **call the handler** within ``limits.vendor_deadline``;
+8. **meter** — refund the units if the call failed, record user, category, backend, operation, units,
+   cost, status and latency.
+
+Handlers return a :class:`RelayResult` or raise :class:`~hermes.toolgateway.errors.GatewayHTTPError`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from hermes.toolgateway.auth import Principal, extract_token
+from hermes.toolgateway.errors import GatewayHTTPError, json_response, too_many
+from hermes.toolgateway.metering import QuotaExceeded, Reservation
+
+if TYPE_CHECKING:
+    from hermes.toolgateway.services import Gateway
+
+log = logging.getLogger("hermes.toolgateway")
+
+
+@dataclass(frozen=True)
+class RelayResult:
+    """What a handler answers: status, body bytes, content type, extra headers."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of_json(cls, data: Any, status: int = 200) -> RelayResult:
+        return cls(status, json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+@dataclass
+class RelayCall:
+    """One authorized request as a handler sees it."""
+
+    gateway: Gateway
+    operation: Operation
+    principal: Principal
+    headers: Headers
+    query: str
+    body: bytes
+    base_url: str
+    deadline: float
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object, or 400 ``invalid_json``."""
+        try:
+            data = json.loads(self.body or b"{}")
+        except (ValueError, UnicodeDecodeError):
+            raise GatewayHTTPError(400, "invalid_json", "the request body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise GatewayHTTPError(400, "invalid_json", "the request body must be a JSON object")
+        return data
+
+
+Handler = Callable[[RelayCall], Awaitable[RelayResult]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """``method path`` of the vendor API, the operation's metering name, its handler and units."""
+
+    method: str
+    path: str
+    name: str
+    handler: Handler
+    units: int = 1
+
+
+def _base_url(scope: Scope) -> str:
+    """The absolute URL the client used for this relay (scheme, Host and any ``/relay/x`` prefix)."""
+    headers = Headers(scope=scope)
+    host = headers.get("host") or "localhost"
+    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
+
+
+class Relay:
+    """Base class: subclasses set ``label``, ``category``, maybe ``token_sources``, and build operations."""
+
+    label: str = ""
+    category: str = ""
+    token_sources: tuple[str, ...] = ("bearer",)
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._routes: dict[str, dict[str, Operation]] = {}
+        for op in self.operations():
+            self._routes.setdefault(op.path, {})[op.method] = op
+
+    def operations(self) -> Sequence[Operation]:
+        """The vendor endpoints this relay serves."""
+        raise NotImplementedError
+
+    def backend(self, operation: str) -> str:
+        """The backend (metered as ``vendor``) serving ``operation``."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Release what the relay holds (the shared HTTP client is closed by the gateway)."""
+
+    def describe(self) -> dict[str, Any]:
+        """Label, category and per-operation backends (``/readyz`` and the CLI banner)."""
+        return {"label": self.label, "category": self.category,
+                "operations": {op.name: self.backend(op.name) for ops in self._routes.values() for op in ops.values()}}
+
+    # -- the pipeline --------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            response = await self._handle(scope, receive)
+        except GatewayHTTPError as exc:
+            response = exc.response()
+        await response(scope, receive, send)
+
+    async def _handle(self, scope: Scope, receive: Receive) -> Response:
+        gw = self.gateway
+        headers = Headers(scope=scope)
+        principal = gw.auth.authenticate(extract_token(headers, self.token_sources))
+        scope.setdefault("state", {})["gw_user"] = principal.user.uid
+        methods = self._routes.get(scope["path"])
+        if methods is None:
+            raise GatewayHTTPError(404, "not_found", f"the {self.label} relay has no {scope['path']} endpoint")
+        op = methods.get(scope["method"])
+        if op is None:
+            raise GatewayHTTPError(405, "method_not_allowed", f"use {', '.join(sorted(methods))} on {scope['path']}",
+                                   headers={"allow": ", ".join(sorted(methods))})
+        gw.auth.authorize(principal, self.category)
+        wait = gw.limiter.acquire(principal.rate_key)
+        if wait > 0:
+            raise too_many("rate_limited", "too many requests with this token; slow down",
+                           gw.limiter.retry_after(wait))
+        body = await read_body(scope, receive, headers, gw.config.limits.max_request_bytes)
+        return await self._metered(op, principal, scope, headers, body)
+
+    async def _metered(self, op: Operation, principal: Principal, scope: Scope, headers: Headers,
+                       body: bytes) -> Response:
+        gw = self.gateway
+        now = gw.clock()
+        backend = self.backend(op.name)
+        limit = principal.plan.monthly.get(self.category)
+        started = time.perf_counter()
+        reservation: Reservation | None = None
+        try:
+            reservation = gw.meter.reserve(principal.user.id, self.category, op.units, limit, now)
+            call = RelayCall(gw, op, principal, headers, scope.get("query_string", b"").decode("latin-1"), body,
+                             _base_url(scope), time.monotonic() + gw.config.limits.vendor_deadline)
+            result = await op.handler(call)
+            response: Response = Response(result.body, status_code=result.status, headers=result.headers,
+                                          media_type=result.content_type)
+            status = result.status
+        except QuotaExceeded as exc:
+            err = too_many("quota_exceeded", f"{exc}; it resets at the start of next month (UTC)", exc.retry_after,
+                           category=exc.category, limit=exc.limit, used=exc.used, portal_url=gw.config.base_url())
+            response, status = err.response(), err.status
+        except GatewayHTTPError as exc:
+            response, status = exc.response(), exc.status
+        except Exception:
+            log.exception("relay %s operation %s failed", self.label, op.name)
+            response = json_response({"success": False, "error": "the gateway failed on this request",
+                                      "code": "internal_error"}, 500)
+            status = 500
+        latency_ms = (time.perf_counter() - started) * 1000
+        units = op.units if status < 400 else 0
+        if reservation is not None and status >= 400:
+            gw.meter.refund(reservation)
+        cost = units * gw.config.unit_cost(self.category, op.name, backend)
+        gw.meter.record(user_id=principal.user.id, jti=principal.jti, category=self.category, vendor=backend,
+                        operation=op.name, units=units, cost=cost, status=status, latency_ms=latency_ms, now=now)
+        return response
+
+
+async def read_body(scope: Scope, receive: Receive, headers: Headers, limit: int) -> bytes:
+    """The whole request body, or 413 ``request_too_large`` past ``limit`` bytes."""
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise GatewayHTTPError(413, "request_too_large", f"the request body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise GatewayHTTPError(400, "client_disconnected", "the client went away")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise GatewayHTTPError(413, "request_too_large", f"the request body is larger than {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

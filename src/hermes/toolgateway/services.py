@@ -1,0 +1,138 @@
+"""The gateway's long-lived parts in one place: database, accounts, OAuth, meter, limiter, HTTP client.
+
+:class:`Gateway` is created by :func:`hermes.toolgateway.app.create_app` and opened by the app's
+lifespan (:meth:`Gateway.start`: database, secrets, the one shared ``httpx.AsyncClient``, the relays);
+the CLI opens only the database part (:meth:`Gateway.open`) to manage users and tokens.
+
+All database work happens on the event loop's thread with one connection: statements are short
+(indexed lookups, single-row writes), and a quota decision is one atomic statement, so there is
+nothing to gain from a thread pool and a lot of latency to lose.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hermes.toolgateway import keys
+from hermes.toolgateway.accounts import Accounts
+from hermes.toolgateway.auth import Authenticator
+from hermes.toolgateway.config import GatewayConfig
+from hermes.toolgateway.db import connect
+from hermes.toolgateway.metering import Meter
+from hermes.toolgateway.oauth import OAuth
+from hermes.toolgateway.ratelimit import RateLimiter
+
+if TYPE_CHECKING:
+    import httpx
+
+    from hermes.toolgateway.relays.base import Relay
+
+
+class Gateway:
+    """Resources of one gateway process."""
+
+    def __init__(self, config: GatewayConfig, *, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.clock = clock
+        self._conn: sqlite3.Connection | None = None
+        self._accounts: Accounts | None = None
+        self._oauth: OAuth | None = None
+        self._auth: Authenticator | None = None
+        self._meter: Meter | None = None
+        self._http: httpx.AsyncClient | None = None
+        self.admin_token = ""
+        self.relays: dict[str, Relay] = {}
+        self.limiter = RateLimiter(config.rate_limit.per_second, config.rate_limit.burst)
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def open(self) -> Gateway:
+        """Open the database and load (or create) the signing secret and the admin token."""
+        if self._conn is None:
+            secret = keys.signing_secret(self.config.secret_path)
+            self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
+            self._conn = connect(self.config.db_path)
+            self._accounts = Accounts(self._conn, self.config, secret, self.clock)
+            self._oauth = OAuth(self._accounts)
+            self._auth = Authenticator(self._accounts, self.clock)
+            self._meter = Meter(self._conn)
+        return self
+
+    async def start(self) -> None:
+        """Everything :meth:`open` does, plus the shared HTTP client and the relays."""
+        import httpx
+
+        from hermes.toolgateway.relays import build_relays
+
+        self.open()
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(30.0, connect=10.0),
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30.0),
+            follow_redirects=False,
+            trust_env=False,
+            headers={"user-agent": "hermes-toolgateway/1"},
+        )
+        self.relays = build_relays(self)
+
+    async def close(self) -> None:
+        """Close relays, the HTTP client and the database (after in-flight requests finished)."""
+        for relay in self.relays.values():
+            await relay.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+        self.close_db()
+
+    def close_db(self) -> None:
+        """Close the database connection (what :meth:`open` opened)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+            self._accounts = self._oauth = self._auth = self._meter = None
+
+    # -- parts ---------------------------------------------------------------------------------------
+    @property
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("the gateway is not open")
+        return self._conn
+
+    @property
+    def accounts(self) -> Accounts:
+        if self._accounts is None:
+            raise RuntimeError("the gateway is not open")
+        return self._accounts
+
+    @property
+    def oauth(self) -> OAuth:
+        if self._oauth is None:
+            raise RuntimeError("the gateway is not open")
+        return self._oauth
+
+    @property
+    def auth(self) -> Authenticator:
+        if self._auth is None:
+            raise RuntimeError("the gateway is not open")
+        return self._auth
+
+    @property
+    def meter(self) -> Meter:
+        if self._meter is None:
+            raise RuntimeError("the gateway is not open")
+        return self._meter
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            raise RuntimeError("the gateway's HTTP client is not started")
+        return self._http
+
+    def ready(self) -> bool:
+        """The database answers a query."""
+        try:
+            self.conn.execute("SELECT 1 FROM users LIMIT 1").fetchall()
+        except (sqlite3.Error, RuntimeError):
+            return False
+        return True
