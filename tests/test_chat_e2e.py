@@ -141,7 +141,8 @@ def test_persistent_server_error_fails_with_exit_code(hermes_home: Path, model_s
 
 
 def test_no_endpoint_configured_names_the_keys(hermes_home: Path) -> None:
-    proc = hermes(hermes_home, "-z", "hello")
+    # with the local extra installed hermes would fall back to the embedded model (tests/test_local_model.py)
+    proc = hermes(hermes_home, "-z", "hello", env={"HERMES_NO_LOCAL_FALLBACK": "1"})
     assert proc.returncode == 1
     assert "model.base_url" in proc.stderr and "OPENAI_BASE_URL" in proc.stderr and "hermes setup" in proc.stderr
     assert "Traceback" not in proc.stderr

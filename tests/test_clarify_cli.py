@@ -249,10 +249,11 @@ def test_tmux_smoke(tmp_path: Path) -> None:
                               timeout=5).stdout
 
     def wait_for(text: str) -> str:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             shown = screen()
             if text in shown:
+                time.sleep(0.3)  # let the application finish drawing before keys arrive (busy machines)
                 return shown
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared:\n{screen()}")

@@ -16,7 +16,7 @@ from hermes.agent.intercepted import default_intercepts
 from hermes.agent.loop import Agent, AgentConfig
 from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import ChatProvider, OpenAICompatProvider
-from hermes.config.settings import Settings
+from hermes.config.settings import LOCAL_PROVIDER, ModelSettings, Settings
 from hermes.errors import SessionNotFound
 from hermes.tools.discovery import discover_builtin_tools, discover_plugins
 from hermes.tools.registry import ToolRegistry, registry
@@ -50,6 +50,15 @@ def resolve_for(settings: Settings, surface: Surface, reg: ToolRegistry = regist
         disabled=settings.agent().disabled_toolsets,
         registered=reg.toolsets(),
     )
+
+
+def make_provider(settings: Settings, model: ModelSettings) -> ChatProvider:
+    """The provider for ``model``: the embedded llama.cpp model for ``local``, else the HTTP client."""
+    if model.provider == LOCAL_PROVIDER:
+        from hermes.agent.local_provider import LocalProvider
+
+        return LocalProvider(model)
+    return OpenAICompatProvider(model, stream=bool(settings.get("model.stream", True)))
 
 
 def _config(settings: Settings) -> AgentConfig:
@@ -96,7 +105,7 @@ def new_agent(
     """A fresh session; ``requested`` toolsets override the configured ones (batch runs use this)."""
     load_tools(settings, reg)
     model = settings.model()
-    provider = provider or OpenAICompatProvider(model, stream=bool(settings.get("model.stream", True)))
+    provider = provider or make_provider(settings, model)
     agent_settings = settings.agent()
     if requested is None:
         resolved = resolve_for(settings, surface, reg)
@@ -146,7 +155,7 @@ def open_agent(
                          title=request.title, reg=reg)
     load_tools(settings, reg)
     info = store.get_session(resume_id)
-    provider = provider or OpenAICompatProvider(model, stream=bool(settings.get("model.stream", True)))
+    provider = provider or make_provider(settings, model)
     return Agent(
         provider=provider, registry=reg, sink=sink, surface=request.surface, tools=tuple(info.tools),
         messages=store.messages(info.id), config=_config(settings), store=store, session_id=info.id,

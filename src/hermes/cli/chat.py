@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any
 
 from hermes.cli.common import add_model_flags
+
+if TYPE_CHECKING:
+    from hermes.agent.loop import Agent
+    from hermes.config.settings import Settings
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -15,6 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="continue the most recent session")
     parser.add_argument("--quiet", "-Q", action="store_true", help="one-shot: no tool activity on stderr")
     parser.add_argument("--title", help="a title for the new session")
+    parser.add_argument("--demo", action="store_true",
+                        help="one-shot demo: a question the agent answers by calling a tool (read_file, else "
+                             "todo_list); works offline on the embedded local model")
     add_model_flags(parser)
 
 
@@ -25,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_settings(args)
     export_dotenv(settings)
-    prompt = getattr(args, "oneshot", None) or getattr(args, "query", None)
+    _model_or_local(settings)
+    demo = bool(getattr(args, "demo", False))
+    prompt = DEMO_PROMPTS["read_file"] if demo else getattr(args, "oneshot", None) or getattr(args, "query", None)
     request = SessionRequest(
         surface=Surface.ONESHOT if prompt is not None else Surface.CLI,
         resume=getattr(args, "resume", None),
@@ -38,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         if not prompt.strip():
             raise SystemExit("hermes: error: the prompt is empty")
         agent = open_agent(settings, request, oneshot_sink(quiet=bool(getattr(args, "quiet", False))))
+        if demo:
+            prompt = _demo(agent)
         return run_oneshot(agent, prompt)
 
     from hermes.surfaces.cli import run_interactive
@@ -46,6 +58,50 @@ def run(args: argparse.Namespace) -> int:
     agent = open_agent(settings, request, ConsoleSink(interactive=True))
     model = settings.model()
     state = "resumed" if request.resume or request.continue_last else "new"
-    banner = (f"hermes · {model.model} at {model.base_url} · {len(agent.tools)} tools · {state} session "
+    where = "embedded, offline" if model.provider == "local" else f"at {model.base_url}"
+    banner = (f"hermes · {model.model} {where} · {len(agent.tools)} tools · {state} session "
               f"{agent.session_id}\nType /help for commands, Ctrl-D to leave.")
     return run_interactive(agent, settings.paths.history, banner)
+
+
+DEMO_PROMPTS = {
+    "read_file": "What is hermes? Read the start of README.md with the read_file tool, then answer in one "
+                 "sentence.",
+    "todo_list": "Use the todo_list tool to write a three-step plan for making tea, then tell me the plan.",
+}
+#: the demo's call is forced and, for read_file, its arguments pinned by the grammar (docs/local-model.md)
+DEMO_ARGUMENTS: dict[str, dict[str, Any] | None] = {"read_file": {"path": "README.md", "limit": 12}, "todo_list": None}
+
+
+def _demo(agent: Agent) -> str:
+    """Force the demo's tool call on the first model call (then a plain answer); the prompt to ask."""
+    import os
+
+    from hermes.agent.local_provider import FirstCallForced
+
+    usable = [t for t in DEMO_PROMPTS if t in agent.tools and (t != "read_file" or os.path.isfile("README.md"))]
+    if not usable:
+        return DEMO_PROMPTS["read_file"]
+    agent.provider = FirstCallForced(agent.provider, usable[0], DEMO_ARGUMENTS[usable[0]])
+    return DEMO_PROMPTS[usable[0]]
+
+
+def _model_or_local(settings: Settings) -> None:
+    """With no endpoint configured, use the embedded local model (saying so) or explain the two ways forward."""
+    from hermes.agent.local_model import fallback_to_local, first_run_notice, no_endpoint_help
+    from hermes.cli.common import eprint
+    from hermes.errors import ModelNotConfigured
+
+    try:
+        model = settings.model()
+    except ModelNotConfigured as exc:
+        fallback = fallback_to_local(settings)
+        if fallback is None:
+            raise ModelNotConfigured(f"{exc}{no_endpoint_help()}") from None
+        model = fallback
+        eprint(f"hermes: no model endpoint is configured, so this uses the embedded local model {model.model} "
+               "(offline, small); 'hermes setup' configures a real one.")
+    if model.provider == "local":
+        note = first_run_notice(model, settings.paths.home / "cache" / "local_model_seen")
+        if note:
+            eprint(note)

