@@ -26,8 +26,12 @@ class ServerThread:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ServerThread:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # protocol IPPROTO_TCP (not 0) and TCP_NODELAY: asyncio only switches Nagle off on accepted sockets
+        # of a TCP-protocol listener, and without it each response on a kept-alive connection waits ~40 ms
+        # for the client's delayed ACK. Accepted sockets inherit the option (Linux).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan=self.lifespan,

@@ -1,0 +1,72 @@
+"""``image_generate`` (toolset ``image_gen``, in the core list): one registered tool, no model argument.
+
+The module stays light (it is imported at start-up by discovery): the work lives in
+:mod:`hermes.tools.image.generate`, imported on the first call.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hermes.tools.registry import registry
+
+IMAGE_GENERATE_SCHEMA: dict[str, Any] = {
+    "name": "image_generate",
+    "description": (
+        "Generate an image from a text prompt, or restyle/edit a source image, with the image model the user "
+        "configured (image_gen.model; the model cannot be chosen per call). The image is saved under "
+        "~/.hermes/media/ and the result gives its local 'path' and source 'url'."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "minLength": 1, "maxLength": 4000,
+                       "description": "What the image should show, in detail (subject, style, lighting, mood)."},
+            "aspect_ratio": {"type": "string", "enum": ["square", "landscape", "portrait"], "default": "square",
+                             "description": "Shape of the image (default: square)."},
+            "image_url": {"type": "string", "minLength": 1, "maxLength": 30_000_000,
+                          "description": "Optional source image to edit or restyle: an http(s) URL, a local file "
+                                         "path or a data: URI."},
+            "seed": {"type": "integer", "minimum": 0, "maximum": 4294967295,
+                     "description": "Optional seed for reproducible results (where the model supports it)."},
+        },
+        "required": ["prompt"],
+        "additionalProperties": False,
+    },
+}
+
+
+def image_generate_available() -> bool:
+    """Offline: shown unless nothing at all could generate images (a misconfiguration stays visible)."""
+    from hermes.errors import HermesError
+
+    try:
+        from hermes.config.settings import Settings
+        from hermes.routing import load_credentials, resolve_route
+
+        settings = Settings.load()
+        env = settings.env.as_dict()
+        route = resolve_route("image_gen", settings.config.data, env, load_credentials(settings.paths.auth, env))
+    except HermesError:
+        return True  # the call will explain what is wrong (GW-3 wording)
+    return route.kind != "none"
+
+
+async def image_generate(args: dict[str, Any], **kw: Any) -> str:
+    """Handler: see :func:`hermes.tools.image.generate.generate_image`."""
+    from hermes.tools.image.generate import generate_image
+    from hermes.tools.image.runtime import MediaContext
+
+    return json.dumps(await generate_image(args, MediaContext.from_kw(kw)), ensure_ascii=False)
+
+
+registry.register(
+    name="image_generate",
+    toolset="image_gen",
+    schema=IMAGE_GENERATE_SCHEMA,
+    handler=image_generate,
+    check_fn=image_generate_available,
+    requires_env=[],
+    is_async=True,
+)

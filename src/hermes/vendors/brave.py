@@ -1,0 +1,75 @@
+"""Brave Search's web search API (``api.search.brave.com``), ``X-Subscription-Token: <key>``.
+
+``GET {origin}/res/v1/web/search?q=…&count=N`` (``count`` at most 20) →
+``{"type": "search", "web": {"results": [{"title", "url", "description", "age"}]}}``. Titles and
+descriptions may carry ``<strong>`` highlight tags; they are returned as Brave sends them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+
+VENDOR = "brave"
+BRAVE_RETRY = RetryPolicy(attempts=3, base_delay=1.0, max_delay=4.0, statuses=frozenset({429, 502, 503, 504}))
+MAX_COUNT = 20
+
+
+def brave_auth(key: str) -> Auth:
+    """The header Brave reads its subscription token from."""
+    return Auth.api_key_header("x-subscription-token", key)
+
+
+@dataclass(frozen=True)
+class BraveResult:
+    """One web result (``description`` may contain highlight markup)."""
+
+    url: str
+    title: str
+    description: str
+    age: str | None = None
+
+
+class BraveClient:
+    """Web search with Brave at ``origin`` with ``auth`` (:func:`brave_auth`)."""
+
+    def __init__(
+        self, http: httpx.AsyncClient, origin: str, auth: Auth | None, *, allow_url: UrlGuard | None = None,
+        retry: RetryPolicy = BRAVE_RETRY, timeout: float = 30.0, max_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
+        self.http = http
+        self.origin = origin.rstrip("/")
+        self.auth = auth
+        self.allow_url = allow_url or same_origin(self.origin)
+        self.retry = retry
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+
+    async def search(self, query: str, limit: int = 5) -> list[BraveResult]:
+        """Web results for ``query`` (at most ``limit``, capped at Brave's 20)."""
+        count = max(1, min(limit, MAX_COUNT))
+        response = await send(self.http, "GET", join(self.origin, "/res/v1/web/search"), vendor=VENDOR,
+                              auth=self.auth, allow=self.allow_url, retry=self.retry, timeout=self.timeout,
+                              max_bytes=self.max_bytes, headers={"accept": "application/json"},
+                              params={"q": query, "count": str(count)})
+        data = response.raise_for_status().json_object()
+        web = data.get("web")
+        if web is None:  # Brave leaves the section out when nothing matched
+            return []
+        items = web.get("results") if isinstance(web, dict) else None
+        if not isinstance(items, list):
+            raise VendorError(VENDOR, f"{VENDOR} answered without a list of web results", kind="bad_response")
+        out: list[BraveResult] = []
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("url"), str) and item["url"]:
+                age = item.get("age")
+                out.append(BraveResult(item["url"], _text(item.get("title")), _text(item.get("description")),
+                                       age if isinstance(age, str) else None))
+        return out[:count]
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""

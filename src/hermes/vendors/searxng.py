@@ -1,0 +1,70 @@
+"""A SearXNG instance's JSON search API (``SEARXNG_URL``; self-hosted, usually no key).
+
+``GET {origin}/search?q=…&format=json&pageno=1`` → ``{"query", "results": [{"url", "title", "content",
+"engine"}]}``. An instance whose ``settings.yml`` does not list ``json`` under ``search.formats``
+answers 403; the error says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import httpx
+
+from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+
+VENDOR = "searxng"
+SEARXNG_RETRY = RetryPolicy(attempts=2, base_delay=0.5, max_delay=2.0, statuses=frozenset({429, 502, 503, 504}))
+
+
+@dataclass(frozen=True)
+class SearxResult:
+    """One result; ``engine`` names the search engine SearXNG got it from."""
+
+    url: str
+    title: str
+    content: str
+    engine: str | None = None
+
+
+class SearxngClient:
+    """Search through the SearXNG instance at ``origin`` (``auth`` only for instances behind a proxy login)."""
+
+    def __init__(
+        self, http: httpx.AsyncClient, origin: str, auth: Auth | None = None, *, allow_url: UrlGuard | None = None,
+        retry: RetryPolicy = SEARXNG_RETRY, timeout: float = 30.0, max_bytes: int = 8 * 1024 * 1024,
+    ) -> None:
+        self.http = http
+        self.origin = origin.rstrip("/")
+        self.auth = auth
+        self.allow_url = allow_url or same_origin(self.origin)
+        self.retry = retry
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+
+    async def search(self, query: str, limit: int = 5, *, page: int = 1) -> list[SearxResult]:
+        """Results for ``query`` (the first ``limit`` of page ``page``)."""
+        response = await send(self.http, "GET", join(self.origin, "/search"), vendor=VENDOR, auth=self.auth,
+                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes,
+                              headers={"accept": "application/json"},
+                              params={"q": query, "format": "json", "pageno": str(page)})
+        if response.status == 403:
+            raise VendorError(VENDOR, f"{VENDOR} refused the JSON format (HTTP 403): add 'json' to search.formats "
+                                      "in the instance's settings.yml", kind="http", status=403)
+        data = response.raise_for_status().json_object()
+        items = data.get("results")
+        if not isinstance(items, list):
+            raise VendorError(VENDOR, f"{VENDOR} answered without a results list", kind="bad_response")
+        out: list[SearxResult] = []
+        for item in items:
+            if isinstance(item, dict) and isinstance(item.get("url"), str) and item["url"]:
+                engine = item.get("engine")
+                out.append(SearxResult(item["url"], _text(item.get("title")), _text(item.get("content")),
+                                       engine if isinstance(engine, str) else None))
+            if len(out) >= limit:
+                break
+        return out
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
