@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import os
 import re
 import sys
 import weakref
@@ -133,6 +134,29 @@ def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
     return loaded
 
 
+def _any_distribution_declares(group: str) -> bool:
+    """A cheap pre-check: does any installed distribution's entry_points.txt name ``group``?
+
+    Importing importlib.metadata and scanning with it costs ~10 ms; reading the few entry_points.txt
+    files directly costs well under one, and in the common case (no plugin packages) is all we need.
+    """
+    marker = f"[{group}]"
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as it:
+                names = [d.name for d in it if d.name.endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            continue
+        for name in names:
+            try:
+                text = Path(entry or ".", name, "entry_points.txt").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if marker in text:
+                return True
+    return False
+
+
 def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_points: bool = True) -> list[str]:
     """Load plugin tools once per registry and folder; a broken plugin is skipped with its reason recorded."""
     seen = _plugins_loaded.setdefault(registry, set())
@@ -164,7 +188,7 @@ def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_
                 for modname in [m for m in sys.modules if m == prefix or m.startswith(prefix + ".")]:
                     del sys.modules[modname]
                 _record_failure(registry, source, f"plugin {item}", exc)
-    if entry_points:
+    if entry_points and _any_distribution_declares(ENTRY_POINT_GROUP):
         from importlib.metadata import entry_points as _eps
 
         for ep in _eps(group=ENTRY_POINT_GROUP):
