@@ -13,8 +13,6 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from hermes.config.paths import HermesPaths
     from hermes.config.settings import Settings
     from hermes.config.yamlfile import ConfigFile
@@ -222,95 +220,9 @@ def _unset(paths: HermesPaths, args: argparse.Namespace) -> int:
 
 
 def delete_key(cfg: ConfigFile, key: str) -> None:
-    """Delete ``key`` and save, keeping the comments that follow it; emptied parent sections go too.
-
-    ruamel attaches a comment block to the key *before* it, so deleting a key through ruamel would
-    also drop a section header such as ``# agent settings`` below it. The lines are removed from the
-    text instead; if the result does not parse to exactly the expected document, ruamel's delete is
-    used after all.
-    """
-    from hermes.config.yamlfile import split_key
-
-    parts = split_key(key)
-    while True:
-        cfg = _delete_one(cfg, parts)
-        parts = parts[:-1]
-        if not parts:
-            return
-        parent = cfg.get(".".join(parts))
-        if parent is not None and parent != {}:
-            return
-
-
-def _delete_one(cfg: ConfigFile, parts: list[str]) -> ConfigFile:
-    import copy
-
-    from hermes.config.atomic import atomic_write
-    from hermes.config.yamlfile import ConfigFile
-
-    dotted = ".".join(parts)
-    expected = ConfigFile(cfg.path, copy.deepcopy(cfg.data))
-    expected.delete(dotted)
-    text = _delete_lines(cfg, parts)
-    candidate = _parse(cfg.path, text) if text is not None else None
-    parent = ".".join(parts[:-1])
-    if text is not None and candidate is not None and _leaves(candidate, parent) == _leaves(expected, parent):
-        atomic_write(cfg.path, text)
-        return candidate
-    cfg.delete(dotted)
-    cfg.save()
-    return ConfigFile.load(cfg.path)
-
-
-def _leaves(cfg: ConfigFile, parent: str) -> list[tuple[str, Any]]:
-    """Leaves for comparison; an emptied parent reads as ``{}`` through ruamel and ``null`` as text."""
-    return [(k, v) for k, v in cfg.flat_items() if not (k == parent and (v is None or v == {}))]
-
-
-def _parse(path: Path, text: str) -> ConfigFile | None:
-    from ruamel.yaml import YAML
-
-    from hermes.config.yamlfile import ConfigFile
-
-    try:
-        data = YAML(typ="rt").load(text) if text.strip() else None
-    except Exception:
-        return None
-    if data is not None and not isinstance(data, dict):
-        return None
-    return ConfigFile(path, data, text)
-
-
-def _delete_lines(cfg: ConfigFile, parts: list[str]) -> str | None:
-    """The file text without the lines of ``parts``' node, or None when that cannot be done by lines."""
-    parent: Any = cfg.data if len(parts) == 1 else cfg.get(".".join(parts[:-1]))
-    lc = getattr(parent, "lc", None)
-    fa = getattr(parent, "fa", None)
-    if lc is None or (fa is not None and fa.flow_style()):
-        return None
-    try:
-        line, col = lc.key(parts[-1])
-    except (KeyError, TypeError):
-        return None
-    lines = cfg.path.read_text(encoding="utf-8").splitlines(keepends=True)
-    end = line + 1
-    while end < len(lines):
-        text = lines[end]
-        stripped = text.strip()
-        indent = len(text) - len(text.lstrip(" "))
-        if not stripped or stripped.startswith("#") or indent > col or (indent == col and stripped[0] == "-"):
-            end += 1
-            continue
-        break
-    # blank lines and comments at or left of the key's column introduce what follows: keep them
-    while end > line + 1:
-        text = lines[end - 1]
-        stripped = text.strip()
-        indent = len(text) - len(text.lstrip(" "))
-        if stripped and not (stripped.startswith("#") and indent <= col):
-            break
-        end -= 1
-    return "".join(lines[:line] + lines[end:])
+    """Delete ``key`` and save, keeping the comments around it (see
+    :meth:`~hermes.config.yamlfile.ConfigFile.delete_preserving_comments`)."""
+    cfg.delete_preserving_comments(key)
 
 
 # -- .env and the editor ------------------------------------------------------------------------

@@ -25,6 +25,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("batch", "batch", "run many prompts with sampled toolsets and save trajectories"),
     ("cron", "cron", "schedule recurring agent jobs and run the scheduler"),
     ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
+    ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
+    ("model", "model", "choose the inference provider and model (Nous: offers the Tool Gateway)"),
+    ("status", "status", "model endpoint and tool routing; --full: toolsets, storage, scheduler"),
 )
 
 

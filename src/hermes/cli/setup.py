@@ -1,5 +1,8 @@
 """``hermes setup``: the interactive wizard (model endpoint, then the tools' optional keys, REG-9).
 
+``hermes setup --portal`` is the Nous Portal path instead (GW-8): log in, use Nous for inference and
+route the tools through the Tool Gateway, in one go (:func:`hermes.cli.model.run_portal_setup`).
+
 The wizard itself is :func:`run_wizard`, a plain function over three callables (ask, ask_secret, out)
 so tests drive it with scripted answers; :func:`run` wires it to ``input``/``getpass`` and refuses to
 start without a terminal. ``--non-interactive`` writes the model settings from flags for scripts.
@@ -28,7 +31,11 @@ _TRIES = 3
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``setup`` options."""
+    from hermes.cli.model import add_gateway_flags
+
     parser.add_argument("--section", choices=SECTIONS, help="run only one part of the wizard")
+    parser.add_argument("--portal", action="store_true",
+                        help="Nous Portal in one go: log in, use Nous for inference, turn on the Tool Gateway")
     parser.add_argument("--non-interactive", action="store_true",
                         help="write the model settings from the flags below without asking anything")
     g = parser.add_argument_group("non-interactive model settings")
@@ -38,6 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--model", default=argparse.SUPPRESS, help="model name at that endpoint")
     g.add_argument("--api-key-env", default=None, metavar="NAME",
                    help="environment variable holding the API key (store it with 'hermes config set-env')")
+    add_gateway_flags(parser.add_argument_group("with --portal"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,6 +55,10 @@ def run(args: argparse.Namespace) -> int:
     from hermes.config.settings import Settings
     from hermes.errors import ConfigError
 
+    if args.portal:
+        from hermes.cli.model import run_portal_setup
+
+        return run_portal_setup(args)
     settings = Settings.load()
     sections = (args.section,) if args.section else SECTIONS
     if args.non_interactive:

@@ -1,13 +1,18 @@
-"""``hermes tools``: what a session on each surface gets, and turning toolsets on and off.
+"""``hermes tools``: which backend each tool category uses, what a session gets, toolsets on and off.
 
+* ``hermes tools`` in a terminal (or ``hermes tools pick``) — the interactive picker (GW-8): per tool
+  category "Nous Subscription" first and every vendor, logged in or not; choosing the gateway starts the
+  portal login on the spot when needed, and only that category's selection key is written. Without a
+  terminal, ``hermes tools`` is ``hermes tools list``.
+* ``hermes tools set CATEGORY BACKEND`` — the same choice for scripts (``hermes tools set web nous``,
+  ``hermes tools set web.search firecrawl``).
 * ``hermes tools list [--surface S] [--all]`` — the toolsets a new session on surface ``S`` (default
   ``cli``) would get, why others are off or dropped, each registered tool with ✓ available or
   ✗ unavailable and the reason (e.g. ``missing WEATHER_API_KEY``), and modules that failed to load.
 * ``hermes tools enable NAME...`` / ``hermes tools disable NAME...`` — edit ``agent.disabled_toolsets``
   and ``toolsets:`` in config.yaml. Like every schema change they apply from the next session (TS-9).
 
-Subcommands are registered in :data:`SUBCOMMANDS`, so later ones (a category/vendor picker) slot in
-beside these. Only argparse is imported at module level.
+Subcommands are registered in :data:`SUBCOMMANDS`. Only argparse is imported at module level.
 """
 
 from __future__ import annotations
@@ -17,7 +22,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from prompt_toolkit.input import Input
+    from prompt_toolkit.output import Output
+
     from hermes.config.settings import Settings
+    from hermes.routing.choose import SelectionChange
     from hermes.tools.registry import ToolRegistry
     from hermes.tools.toolsets import ResolvedToolsets, Surface
 
@@ -56,8 +65,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the chosen ``tools`` subcommand."""
-    command = getattr(args, "tools_command", None) or "list"
+    """Run the chosen ``tools`` subcommand (the picker in a terminal, else ``list``, when none is given)."""
+    import sys
+
+    command = getattr(args, "tools_command", None)
+    if command is None:
+        command = "pick" if sys.stdin.isatty() and sys.stdout.isatty() else "list"
     return SUBCOMMANDS[command][2](args)
 
 
@@ -277,7 +290,87 @@ def _enable(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- choosing backends (GW-8) ------------------------------------------------------------------------
+def _configure_set(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", metavar="CATEGORY",
+                   help="web, web.search, web.extract, image_gen, tts, stt, browser or video_gen")
+    p.add_argument("value", metavar="BACKEND", help="nous (the Tool Gateway) or a vendor, e.g. firecrawl, fal")
+    p.add_argument("--login", action="store_true",
+                   help="with nous: log in to Nous Portal now when not logged in")
+
+
+def _logged_in(settings: Settings) -> bool:
+    from hermes.cli.portal import gateway_report
+
+    return gateway_report(settings).auth.status not in ("not_logged_in", "expired")
+
+
+def _set(args: argparse.Namespace) -> int:
+    from hermes.config.settings import Settings
+    from hermes.routing.categories import GATEWAY_VALUE
+    from hermes.routing.choose import apply_selection, normalise_value, parse_target
+
+    settings = Settings.load()
+    target = parse_target(args.target)
+    value = normalise_value(target, args.value)
+    if value == GATEWAY_VALUE and args.login and not _logged_in(settings):
+        from hermes.cli.portal import run_login
+
+        run_login(settings, print)
+    report_change(apply_selection(settings.paths.config, target, value), print)
+    return 0
+
+
+def report_change(change: SelectionChange, out: Callable[[str], None]) -> None:
+    """What was written, and the route the category now takes (the answer the tools act on)."""
+    from hermes.cli.portal import gateway_report
+    from hermes.config.settings import Settings
+
+    target = change.target
+    if change.changed:
+        written = ", ".join(f"{k} = {v}" for k, v in change.set_keys.items()) or "nothing new"
+        out(f"Set {written}" + (f"; removed {', '.join(change.removed)}" if change.removed else "") + ".")
+    else:
+        out(f"{target.key} was already {change.value}.")
+    report = gateway_report(Settings.load())
+    for label, route in report.rows():
+        if route.name == target.name or route.name.split(".")[0] == target.category.name:
+            out(f"  {label:<18}{route.mark} {route.message}")
+            if route.error:
+                out(f"  {route.error}")
+    if change.value == "nous" and report.auth.status in ("not_logged_in", "expired"):
+        out("Not logged in to Nous Portal: run 'hermes portal login' (or choose it in 'hermes tools').")
+
+
+def _pick(args: argparse.Namespace) -> int:
+    import sys
+
+    from hermes.config.settings import Settings
+    from hermes.errors import ConfigError
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ConfigError("the tools picker needs a terminal; in scripts use 'hermes tools set CATEGORY BACKEND'")
+    run_picker(Settings.load(), print)
+    return 0
+
+
+def run_picker(settings: Settings, out: Callable[[str], None], *, input: Input | None = None,
+               output: Output | None = None) -> None:
+    """The interactive picker (:class:`hermes.surfaces.picker.ToolsPicker`) wired to the portal login."""
+    from hermes.cli.portal import run_login
+    from hermes.surfaces.picker import ToolsPicker
+
+    def login(current: Settings) -> None:
+        run_login(current, out)
+
+    ToolsPicker(settings, out, login=login, after=lambda change: report_change(change, out),
+                input=input, output=output).run()
+
+
 SUBCOMMANDS.update({
+    "pick": ("choose each tool category's backend interactively (Nous Subscription or your own key)",
+             lambda p: None, _pick),
+    "set": ("choose a category's backend: 'set web nous', 'set web.search firecrawl'", _configure_set, _set),
     "list": ("list toolsets and tools with their availability", _configure_list, _list),
     "enable": ("turn toolsets on (removes them from agent.disabled_toolsets, adds opt-in ones to "
                "toolsets:)", _configure_names, _enable),

@@ -116,6 +116,83 @@ class ConfigFile:
             return True
         return False
 
+    def delete_preserving_comments(self, key: str) -> bool:
+        """Delete ``key`` and save at once, keeping the comments around it; emptied parent sections go too.
+
+        ruamel attaches a comment block to the key *before* it, so deleting a key through ruamel would
+        also drop a section header such as ``# agent settings`` below it. The key's lines are removed
+        from the file text instead; if the result does not parse to exactly the expected document,
+        ruamel's delete is used after all. The file must hold what this object holds (save pending changes
+        first); this object then holds the file as written. Returns False when the key is not set.
+        """
+        if not self.has(key):
+            return False
+        # work on a fresh load: line numbers of keys set since the last load would be stale
+        fresh = ConfigFile.load(self.path)
+        parts = split_key(key)
+        while fresh.has(".".join(parts)):
+            fresh._delete_one(parts)
+            parts = parts[:-1]
+            if not parts:
+                break
+            parent = fresh.get(".".join(parts))
+            if parent is not None and parent != {}:
+                break
+        self._data, self._text = fresh._data, fresh._text
+        return True
+
+    def _delete_one(self, parts: list[str]) -> None:
+        import copy
+
+        dotted = ".".join(parts)
+        expected = ConfigFile(self.path, copy.deepcopy(self.data))
+        expected.delete(dotted)
+        text = self._text_without(parts)
+        candidate = _parse(self.path, text) if text is not None else None
+        parent = ".".join(parts[:-1])
+        if text is not None and candidate is not None and _leaves(candidate, parent) == _leaves(expected, parent):
+            atomic_write(self.path, text)
+            self._data, self._text = candidate._data, text
+            return
+        self.delete(dotted)
+        self.save()
+        fresh = ConfigFile.load(self.path)
+        self._data, self._text = fresh._data, fresh._text
+
+    def _text_without(self, parts: list[str]) -> str | None:
+        """The file text without the lines of ``parts``' node, or None when that cannot be done by lines."""
+        parent: Any = self.data if len(parts) == 1 else self.get(".".join(parts[:-1]))
+        lc = getattr(parent, "lc", None)
+        fa = getattr(parent, "fa", None)
+        if lc is None or (fa is not None and fa.flow_style()):
+            return None
+        try:
+            line, col = lc.key(parts[-1])
+        except (KeyError, TypeError):
+            return None
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines(keepends=True)
+        except OSError:
+            return None
+        end = line + 1
+        while end < len(lines):
+            text = lines[end]
+            stripped = text.strip()
+            indent = len(text) - len(text.lstrip(" "))
+            if not stripped or stripped.startswith("#") or indent > col or (indent == col and stripped[0] == "-"):
+                end += 1
+                continue
+            break
+        # blank lines and comments at or left of the key's column introduce what follows: keep them
+        while end > line + 1:
+            text = lines[end - 1]
+            stripped = text.strip()
+            indent = len(text) - len(text.lstrip(" "))
+            if stripped and not (stripped.startswith("#") and indent <= col):
+                break
+            end -= 1
+        return "".join(lines[:line] + lines[end:])
+
     def dump(self) -> str:
         if self._data is None:
             return ""
@@ -139,3 +216,19 @@ class ConfigFile:
 
         if self.data:
             yield from walk("", self.data)
+
+
+def _leaves(cfg: ConfigFile, parent: str) -> list[tuple[str, Any]]:
+    """Leaves for comparison; an emptied parent reads as ``{}`` through ruamel and ``null`` as text."""
+    return [(k, v) for k, v in cfg.flat_items() if not (k == parent and (v is None or v == {}))]
+
+
+def _parse(path: Path, text: str) -> ConfigFile | None:
+    """``text`` loaded round-trip, or None when it is not a mapping document."""
+    try:
+        data = _yaml().load(text) if text.strip() else None
+    except Exception:
+        return None
+    if data is not None and not isinstance(data, dict):
+        return None
+    return ConfigFile(path, data, text)

@@ -133,11 +133,12 @@ class MediaContext:
         return float(value)
 
     def credentials(self) -> Credentials:
-        """The portal credentials (auth.json and TOOL_GATEWAY_USER_TOKEN), read once per call."""
+        """The portal credentials (auth.json and TOOL_GATEWAY_USER_TOKEN), read once per call; a portal login
+        about to expire is refreshed first (rotated tokens are stored), so gateway calls carry a live token."""
         if self._credentials is None:
-            from hermes.routing import load_credentials
+            from hermes.routing.portal_auth import fresh_credentials
 
-            self._credentials = load_credentials(self.settings.paths.auth, self.env)
+            self._credentials = fresh_credentials(self.settings.paths.auth, self.env)
         return self._credentials
 
     # -- routes ------------------------------------------------------------------------------------------

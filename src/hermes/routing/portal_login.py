@@ -1,0 +1,158 @@
+"""``hermes portal login`` / ``logout``: the OAuth device-code flow as the Nous Portal speaks it.
+
+1. ``POST {portal}/api/oauth/device/code`` (form ``client_id=hermes-cli``, ``scope``) answers
+   ``device_code``, ``user_code``, ``verification_uri``, ``verification_uri_complete``, ``expires_in``
+   and ``interval`` — all six are required;
+2. the person opens the verification URL and approves the user code;
+3. meanwhile ``POST {portal}/api/oauth/token`` (``grant_type=urn:ietf:params:oauth:grant-type:device_code``)
+   is polled every ``interval`` seconds: ``authorization_pending`` keeps waiting, ``slow_down`` adds a
+   second, anything else ends the login with the portal's ``error_description``;
+4. the tokens are stored in ``HERMES_HOME/auth.json`` (:class:`~hermes.routing.portal_auth.AuthStore`).
+
+Logging in changes nothing else: not the model provider, not any tool's route. Logging out removes the
+stored tokens (the portal's own session, if any, is ended on the portal).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes.routing.credentials import Claims, Credentials, decode_jwt_payload, load_credentials
+from hermes.routing.portal_auth import CLIENT_ID, LOGIN_SCOPE, AuthStore
+from hermes.routing.portal_http import PortalError, TokenResponse, get_json, oauth_error, post_form
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+_FIELDS = ("device_code", "user_code", "verification_uri", "verification_uri_complete", "expires_in", "interval")
+_MAX_INTERVAL = 30.0
+_TRANSPORT_TRIES = 3
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """The portal's answer to a device authorization request (the device code is a secret)."""
+
+    device_code: str = field(repr=False)
+    user_code: str
+    verification_uri: str
+    verification_uri_complete: str
+    expires_in: float
+    interval: float
+
+
+@dataclass(frozen=True)
+class LoginResult:
+    portal: str
+    credentials: Credentials
+    account: Mapping[str, Any] | None = None
+
+
+def request_device_code(portal: str, scope: str = LOGIN_SCOPE) -> DeviceCode:
+    """Step 1; PortalError when the answer lacks any of the six fields."""
+    status, body = post_form(portal, "/api/oauth/device/code", {"client_id": CLIENT_ID, "scope": scope})
+    if status != 200:
+        code, text = oauth_error(body)
+        raise PortalError(f"the Nous Portal at {portal} refused to start a login (HTTP {status}, {code}: {text})")
+    missing = [name for name in _FIELDS if body.get(name) in (None, "")]
+    numbers = [body.get("expires_in"), body.get("interval")]
+    if missing or not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+        what = ", ".join(missing) or "expires_in/interval as numbers"
+        raise PortalError(f"the Nous Portal at {portal} answered the login request without {what}")
+    return DeviceCode(
+        device_code=str(body["device_code"]),
+        user_code=str(body["user_code"]),
+        verification_uri=str(body["verification_uri"]),
+        verification_uri_complete=str(body["verification_uri_complete"]),
+        expires_in=float(body["expires_in"]),
+        interval=float(body["interval"]),
+    )
+
+
+def wait_for_approval(portal: str, code: DeviceCode, *, sleep: Callable[[float], None] = time.sleep,
+                      clock: Callable[[], float] = time.monotonic) -> TokenResponse:
+    """Step 3: poll until the code is approved, denied or expired."""
+    interval = min(max(code.interval, 1.0), _MAX_INTERVAL)
+    deadline = clock() + code.expires_in
+    failures = 0
+    form = {"grant_type": DEVICE_GRANT, "client_id": CLIENT_ID, "device_code": code.device_code}
+    while True:
+        if clock() + interval > deadline:
+            raise PortalError("the login code expired before it was approved; run 'hermes portal login' again")
+        sleep(interval)
+        try:
+            status, body = post_form(portal, "/api/oauth/token", form, secrets=(code.device_code,))
+        except PortalError:
+            failures += 1
+            if failures >= _TRANSPORT_TRIES:
+                raise
+            continue
+        failures = 0
+        if status == 200 and "access_token" in body:
+            return TokenResponse.from_body(body, portal)
+        error, text = oauth_error(body, (code.device_code,))
+        if error == "authorization_pending":
+            continue
+        if error == "slow_down":
+            interval = min(interval + 1.0, _MAX_INTERVAL)
+            continue
+        if error == "access_denied":
+            raise PortalError("the login was denied on the portal; nothing was saved")
+        if error == "expired_token":
+            raise PortalError("the login code expired before it was approved; run 'hermes portal login' again")
+        raise PortalError(f"the Nous Portal refused the login ({error}: {text})")
+
+
+def login(auth_path: Path, env: Mapping[str, str], portal: str, *, show: Callable[[DeviceCode], None],
+          sleep: Callable[[float], None] = time.sleep, fetch_account: bool = True) -> LoginResult:
+    """The whole device-code login against ``portal``; ``show`` tells the person where to approve."""
+    code = request_device_code(portal)
+    show(code)
+    tokens = wait_for_approval(portal, code, sleep=sleep)
+    payload = decode_jwt_payload(tokens.access_token)
+    exp = payload.get("exp") if payload else None
+    if isinstance(exp, int | float) and not isinstance(exp, bool) and exp <= time.time():
+        raise PortalError("the Nous Portal issued an access token that has already expired; check the clock "
+                          "of this machine and try again")
+    store = AuthStore(auth_path)
+    with store.lock():
+        store.save_tokens(tokens, portal, time.time())
+    credentials = load_credentials(auth_path, env)
+    account = account_info(portal, tokens.access_token) if fetch_account else None
+    if account is not None and credentials.claims is None:
+        credentials = credentials.with_claims(Claims.from_account_info(account))
+    return LoginResult(portal, credentials, account)
+
+
+def account_info(portal: str, token: str) -> Mapping[str, Any] | None:
+    """``GET {portal}/api/oauth/account`` once (8 s); None on any failure or an ``error`` answer."""
+    try:
+        status, body = get_json(portal, "/api/oauth/account", token=token)
+    except PortalError:
+        return None
+    if status != 200 or isinstance(body.get("error"), str):
+        return None
+    return body
+
+
+def logout(auth_path: Path) -> bool:
+    """Remove the stored portal login; True when there was one."""
+    store = AuthStore(auth_path)
+    with store.lock():
+        return store.clear_nous()
+
+
+def plan_text(credentials: Credentials) -> str:
+    """``paid plan``, ``free tool tier (covers: fal, firecrawl)``, ``no tool access`` or ``unknown``."""
+    claims = credentials.claims
+    if claims is None:
+        return "unknown (the token carries no readable claims; the gateway decides on each call)"
+    tier = f" ({claims.subscription_tier})" if claims.subscription_tier else ""
+    if claims.paid_access:
+        return f"paid{tier} — managed tools available"
+    if claims.tool_access_enabled:
+        covered = ", ".join(sorted(claims.coverage)) or "nothing yet"
+        return f"free tool tier{tier} — covers {covered}"
+    return f"no subscription with tool access{tier}"

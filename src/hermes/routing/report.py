@@ -1,0 +1,216 @@
+"""What ``hermes portal info``, ``hermes portal tools`` and ``hermes status`` show about the gateway (GW-9).
+
+:func:`build_report` calls :func:`~hermes.routing.selection.resolve_all` — the same function the tools
+call at execution time — and :func:`~hermes.routing.entitlement.entitlement_for` for gateway routes, so
+the status shows the answer the tools act on. It is pure: no network, no refresh. A login whose access
+token has expired but can be refreshed is shown as such ("expired, will refresh on next use"), and its
+gateway routes are judged by the claims it will have again after that refresh.
+
+Per route the report gives ``route`` (``gateway`` | ``byok`` | ``none`` | ``error``; key-less and local
+backends count as ``byok``, with ``kind: local``), the vendor, the origin the tool would call and the
+message shown to the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes.errors import SelectionError
+from hermes.routing.categories import CATEGORIES, GATEWAY_DISPLAY
+from hermes.routing.credentials import Credentials
+from hermes.routing.entitlement import entitlement_for, gateway_error_text
+from hermes.routing.portal_auth import entry_expiry, refreshable, token_portal
+from hermes.routing.selection import Route, resolve_all
+
+OK, OTHER, BAD = "✓", "○", "✗"
+LABEL_WIDTH = 18
+
+#: (relay label, vendor shown, what it serves, route names it can serve) for ``hermes portal tools``.
+CATALOG: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("firecrawl", "Firecrawl", "web search and page extraction", ("web.search", "web.extract")),
+    ("fal-queue", "FAL", "image and video generation (FAL catalog models)", ("image_gen", "video_gen")),
+    ("krea", "Krea", "Krea 2 image models (paid plans)", ("image_gen",)),
+    ("tool", "Nous Portal", "the portal's own image models (paid plans)", ("image_gen",)),
+    ("openai-audio", "OpenAI audio", "text to speech and speech to text", ("tts", "stt")),
+    ("browser-use", "Browser Use", "cloud browser sessions", ("browser",)),
+)
+
+
+@dataclass(frozen=True)
+class AuthStatus:
+    """The portal login as the status shows it."""
+
+    status: str  # not_logged_in | active | free_tier | refresh_pending | expired | no_access | unknown
+    mark: str
+    message: str
+    portal_url: str
+    token_source: str | None
+    expires_at: float | None
+    refreshable: bool
+    plan: str | None
+
+
+@dataclass(frozen=True)
+class RouteStatus:
+    name: str
+    route: str
+    kind: str | None
+    vendor: str | None
+    origin: str | None
+    message: str
+    mark: str
+    selected_by: str | None = None
+    gateway_label: str | None = None
+    entitlement: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GatewayReport:
+    auth: AuthStatus
+    routes: dict[str, RouteStatus]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def rows(self) -> list[tuple[str, RouteStatus]]:
+        """(label, route) per category; web gets two rows only when search and extract differ."""
+        out: list[tuple[str, RouteStatus]] = []
+        for category in CATEGORIES.values():
+            if len(category.functions) == 1:
+                out.append((category.display, self.routes[category.name]))
+                continue
+            parts = [self.routes[f"{category.name}.{f}"] for f in category.functions]
+            if all(_same(parts[0], p) for p in parts[1:]):
+                out.append((category.display, parts[0]))
+            else:
+                out += [(f"Web {f}", p) for f, p in zip(category.functions, parts, strict=True)]
+        return out
+
+    def lines(self) -> list[str]:
+        """The GW-9 block."""
+        out = ["◆ Nous Tool Gateway", _row("Nous Portal", self.auth.mark, self.auth.message)]
+        out += [_row(label, r.mark, r.message) for label, r in self.rows()]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        auth = asdict(self.auth)
+        auth.pop("mark")
+        routes = {}
+        for name, r in self.routes.items():
+            item = asdict(r)
+            item.pop("mark")
+            routes[name] = item
+        return {"portal": auth, "routes": routes, "warnings": list(self.warnings)}
+
+
+def _same(a: RouteStatus, b: RouteStatus) -> bool:
+    return (a.route, a.vendor, a.message, a.mark) == (b.route, b.vendor, b.message, b.mark)
+
+
+def _row(label: str, mark: str, message: str) -> str:
+    return f"  {label:<{LABEL_WIDTH}}{mark} {message}"
+
+
+def _auth(credentials: Credentials, entry: Mapping[str, Any] | None, env: Mapping[str, str], now: float
+          ) -> tuple[AuthStatus, float]:
+    """The auth status and the moment entitlement is judged at (before the expiry of a refreshable login)."""
+    source = credentials.token_source
+    portal = credentials.portal_base_url
+    expires = entry_expiry(entry) if source == "auth.json" else credentials.exp
+    renewable = source == "auth.json" and refreshable(entry) and token_portal(entry, env) is not None
+    claims = credentials.claims
+    plan = None if claims is None else "paid" if claims.paid_access else "free_tier" if claims.free_tier else "none"
+    via = " (TOOL_GATEWAY_USER_TOKEN)" if source == "env" else ""
+
+    def status(code: str, mark: str, message: str) -> AuthStatus:
+        return AuthStatus(code, mark, message, portal, source, expires, renewable, plan)
+
+    if source is None:
+        return status("not_logged_in", OTHER, "not logged in — run 'hermes portal login'"), now
+    expired = (expires is not None and expires <= now) or credentials.is_expired(now)
+    judge = now
+    if expired:
+        if not renewable:
+            return status("expired", BAD, "login expired — run 'hermes portal login'"), now
+        judge = min(x for x in (expires, credentials.exp) if x is not None) - 1.0
+    note = " (expired, will refresh on next use)" if expired else ""
+    if claims is None:
+        return status("unknown", OTHER, f"logged in{via}; the token carries no readable plan "
+                                        "(the gateway decides on each call)"), judge
+    if claims.paid_access:
+        code = "refresh_pending" if expired else "active"
+        return status(code, OK, f"managed tools available{via}{note}"), judge
+    if claims.tool_access_enabled:
+        covered = ", ".join(sorted(claims.coverage)) or "nothing yet"
+        code = "refresh_pending" if expired else "free_tier"
+        return status(code, OK, f"free tool tier{via} (covers {covered}){note}"), judge
+    return status("no_access", OTHER, f"logged in{via}, no subscription with tool access — "
+                                      f"{portal}/manage-subscription"), judge
+
+
+def _route(name: str, found: Route | SelectionError, credentials: Credentials, judge: float) -> RouteStatus:
+    if isinstance(found, SelectionError):
+        return RouteStatus(name, "error", None, None, None, str(found), BAD)
+    kind = found.kind
+    common = {"kind": kind, "vendor": found.vendor, "origin": found.origin, "selected_by": found.selected_by,
+              "gateway_label": found.gateway_label}
+    if kind == "gateway":
+        entitlement = entitlement_for(found, credentials, judge)
+        assert entitlement is not None
+        if entitlement.entitled:
+            return RouteStatus(name, "gateway", message=found.message, mark=OK, entitlement=entitlement.status,
+                               **common)
+        how = "selected" if found.selected_by else "(auto-detected)"
+        return RouteStatus(name, "gateway", message=f"{GATEWAY_DISPLAY} {how} — {entitlement.summary}",
+                           mark=BAD, entitlement=entitlement.status,
+                           error=gateway_error_text(found, entitlement, credentials), **common)
+    if kind == "none":
+        return RouteStatus(name, "none", message=found.message, mark=OTHER, **common)
+    return RouteStatus(name, "byok", message=found.message, mark=OTHER, **common)
+
+
+def build_report(config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials,
+                 entry: Mapping[str, Any] | None, now: float) -> GatewayReport:
+    """The status of the portal login and of every route (see the module docstring)."""
+    auth, judge = _auth(credentials, entry, env, now)
+    found = resolve_all(config, env, credentials)
+    routes = {name: _route(name, value, credentials, judge) for name, value in found.items()}
+    warnings = list(credentials.warnings)
+    if credentials.token_source == "auth.json" and entry is not None and token_portal(entry, env) is None:
+        from hermes.routing.portal_auth import portal_mismatch_text
+
+        warnings.append(f"the stored login will not be renewed: {portal_mismatch_text(entry, env)}")
+    return GatewayReport(auth, routes, tuple(warnings))
+
+
+def load_report(auth_path: Path, config: Mapping[str, Any], env: Mapping[str, str], now: float | None = None
+                ) -> GatewayReport:
+    """:func:`build_report` for the login stored at ``auth_path`` (read only; no network, no refresh)."""
+    import time
+
+    from hermes.routing.credentials import load_credentials
+    from hermes.routing.portal_auth import AuthStore
+
+    credentials = load_credentials(auth_path, env)
+    entry = AuthStore(auth_path).nous() if credentials.token_source == "auth.json" else None
+    return build_report(config, env, credentials, entry, time.time() if now is None else now)
+
+
+def catalog_rows(report: GatewayReport) -> list[dict[str, Any]]:
+    """``hermes portal tools``: per relay and route name, whether that route uses the relay now."""
+    rows: list[dict[str, Any]] = []
+    for label, vendor, serves, names in CATALOG:
+        for name in names:
+            r = report.routes[name]
+            using = r.route == "gateway" and r.gateway_label == label
+            if using:
+                state, mark = ("via Nous subscription", r.mark) if r.mark == OK else (r.message, r.mark)
+            elif r.route == "gateway":
+                state, mark = f"gateway via the {r.gateway_label} relay", OTHER
+            else:
+                state, mark = r.message, OTHER if r.route != "error" else BAD
+            rows.append({"relay": label, "vendor": vendor, "serves": serves, "route_name": name,
+                         "in_use": using, "state": state, "mark": mark, "origin": r.origin if using else None})
+    return rows

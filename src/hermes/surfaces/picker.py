@@ -1,0 +1,280 @@
+"""Arrow-key pickers for the terminal: one choice from a list, or a checklist (prompt_toolkit, inline).
+
+* :func:`select` — ↑/↓ (or k/j, Home/End, a digit) move, Enter chooses, Esc / q / Ctrl-C go back (None);
+* :func:`checklist` — the same keys, Space ticks or unticks, Enter confirms the ticked set;
+* :func:`ask_text` — one line of text, masked for secrets; None on Esc, Ctrl-C or end of input.
+
+They draw below the cursor (no full screen), so they work in a plain terminal, over ssh and in tmux, and
+erase themselves when done; the caller prints what was chosen. Each takes an optional prompt_toolkit
+``Input``/``Output`` so tests can drive them through a pipe.
+
+:class:`ToolsPicker` is the ``hermes tools`` flow built on them (GW-8): a tool category, then its
+backends — "Nous Subscription" first and every vendor, listed whether logged in or not — and for web
+also "Route search and extract separately". Choosing the subscription while logged out runs the
+``login`` callback first (and changes nothing when it fails); choosing a vendor whose key is missing asks
+for it (saved in ``.env``). Only the chosen category's selection key is written
+(:func:`hermes.routing.choose.apply_selection`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import Layout, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+from prompt_toolkit.output import Output
+from prompt_toolkit.styles import Style
+
+if TYPE_CHECKING:
+    from hermes.config.settings import Settings
+    from hermes.routing.choose import SelectionChange, Target
+
+SELECT_HINT = "↑↓ move · Enter choose · Esc back"
+CHECK_HINT = "↑↓ move · Space tick/untick · Enter confirm · Esc cancel"
+STYLE = Style.from_dict({"title": "bold", "hint": "ansibrightblack", "note": "ansibrightblack",
+                         "cursor": "reverse", "current": "ansigreen"})
+#: how long a lone Esc waits for the rest of an escape sequence
+ESC_WAIT = 0.05
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row: a label, a short dim note, and whether it is the value in use now."""
+
+    label: str
+    note: str = ""
+    current: bool = False
+
+
+class _Menu:
+    def __init__(self, title: str, options: Sequence[Option], *, default: int, multi: bool,
+                 checked: Iterable[int], hint: str, input: Input | None, output: Output | None) -> None:
+        if not options:
+            raise ValueError("a picker needs at least one option")
+        self.title = title
+        self.options = list(options)
+        self.cursor = min(max(default, 0), len(options) - 1)
+        self.multi = multi
+        self.checked = {i for i in checked if 0 <= i < len(options)}
+        self.hint = hint
+        self.result: int | set[int] | None = None
+        self.width = max(len(o.label) for o in options)
+        self.app: Application[None] = Application(
+            layout=Layout(Window(FormattedTextControl(self.render, focusable=True, show_cursor=False),
+                                 dont_extend_height=True, wrap_lines=True)),
+            key_bindings=self.bindings(), style=STYLE, full_screen=False, erase_when_done=True,
+            input=input, output=output,
+        )
+        self.app.ttimeoutlen = ESC_WAIT
+
+    def render(self) -> StyleAndTextTuples:
+        lines: StyleAndTextTuples = [("class:title", self.title + "\n"), ("class:hint", f"  {self.hint}\n")]
+        for i, option in enumerate(self.options):
+            pointer = "❯" if i == self.cursor else " "
+            box = ("[x] " if i in self.checked else "[ ] ") if self.multi else ""
+            style = "class:cursor" if i == self.cursor else ""
+            lines.append((style, f" {pointer} {box}{option.label:<{self.width}}"))
+            if option.note:
+                lines.append(("class:note", f"  {option.note}"))
+            if option.current:
+                lines.append(("class:current", "  (current)"))
+            lines.append(("", "\n" if i < len(self.options) - 1 else ""))
+        return lines
+
+    def move(self, step: int) -> None:
+        self.cursor = (self.cursor + step) % len(self.options)
+
+    def done(self, result: int | set[int] | None) -> None:
+        self.result = result
+        if not self.app.is_done:
+            self.app.exit()
+
+    def bindings(self) -> KeyBindings:
+        kb = KeyBindings()
+
+        def key(*names: str) -> Callable[[Callable[[KeyPressEvent], None]], Callable[[KeyPressEvent], None]]:
+            def register(handler: Callable[[KeyPressEvent], None]) -> Callable[[KeyPressEvent], None]:
+                for name in names:
+                    kb.add(name, eager=name == "escape")(handler)
+                return handler
+            return register
+
+        @key("up", "k", "s-tab")
+        def _up(event: KeyPressEvent) -> None:
+            self.move(-1)
+
+        @key("down", "j", "tab")
+        def _down(event: KeyPressEvent) -> None:
+            self.move(1)
+
+        @key("home")
+        def _home(event: KeyPressEvent) -> None:
+            self.cursor = 0
+
+        @key("end")
+        def _end(event: KeyPressEvent) -> None:
+            self.cursor = len(self.options) - 1
+
+        @key(*"123456789")
+        def _digit(event: KeyPressEvent) -> None:
+            index = int(event.data) - 1
+            if index < len(self.options):
+                self.cursor = index
+
+        @key("space")
+        def _tick(event: KeyPressEvent) -> None:
+            if self.multi:
+                self.checked.symmetric_difference_update({self.cursor})
+
+        @key("enter")
+        def _enter(event: KeyPressEvent) -> None:
+            self.done(set(self.checked) if self.multi else self.cursor)
+
+        @key("escape", "q", "c-c")
+        def _cancel(event: KeyPressEvent) -> None:
+            self.done(None)
+
+        return kb
+
+    def run(self) -> int | set[int] | None:
+        with contextlib.suppress(EOFError):
+            self.app.run()
+        return self.result
+
+
+def select(title: str, options: Sequence[Option], *, default: int = 0, hint: str = SELECT_HINT,
+           input: Input | None = None, output: Output | None = None) -> int | None:
+    """The index chosen, or None when the person went back."""
+    result = _Menu(title, options, default=default, multi=False, checked=(), hint=hint,
+                   input=input, output=output).run()
+    return result if isinstance(result, int) else None
+
+
+def checklist(title: str, options: Sequence[Option], checked: Iterable[int], *, hint: str = CHECK_HINT,
+              input: Input | None = None, output: Output | None = None) -> set[int] | None:
+    """The ticked indexes when confirmed, or None when cancelled."""
+    result = _Menu(title, options, default=0, multi=True, checked=checked, hint=hint,
+                   input=input, output=output).run()
+    return result if isinstance(result, set) else None
+
+
+def ask_text(message: str, *, secret: bool = False, default: str = "",
+             input: Input | None = None, output: Output | None = None) -> str | None:
+    """One line of text (masked when ``secret``); None on Esc, Ctrl-C or end of input."""
+    from prompt_toolkit import PromptSession
+
+    kb = KeyBindings()
+
+    @kb.add("escape", eager=True)
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(exception=KeyboardInterrupt())
+
+    session: PromptSession[str] = PromptSession(key_bindings=kb, input=input, output=output)
+    session.app.ttimeoutlen = ESC_WAIT
+    try:
+        return session.prompt(message, is_password=secret, default=default)
+    except (KeyboardInterrupt, EOFError):
+        return None
+
+
+# -- the `hermes tools` flow -------------------------------------------------------------------------------
+class ToolsPicker:
+    """Category list → backend list → write, until Done or Esc (see the module docstring)."""
+
+    def __init__(self, settings: Settings, out: Callable[[str], None], *, login: Callable[[Settings], None],
+                 after: Callable[[SelectionChange], None], input: Input | None = None,
+                 output: Output | None = None) -> None:
+        self.settings = settings
+        self.out = out
+        self.login = login
+        self.after = after
+        self.input = input
+        self.output = output
+
+    def reload(self) -> None:
+        self.settings = type(self.settings).load(self.settings.paths)
+
+    def run(self) -> None:
+        from hermes.routing.categories import CATEGORIES
+        from hermes.routing.choose import Target
+        from hermes.routing.report import load_report
+
+        names = list(CATEGORIES)
+        position = 0
+        while True:
+            s = self.settings
+            report = load_report(s.paths.auth, s.config.data, s.env.as_dict())
+            options = []
+            for name in names:
+                rows = [r for _, r in report.rows() if r.name.split(".")[0] == name]
+                options.append(Option(CATEGORIES[name].display, "; ".join(f"{r.mark} {r.message}" for r in rows)))
+            options.append(Option("Done"))
+            index = select("Tool backends — choose a tool category", options, default=position,
+                           input=self.input, output=self.output)
+            if index is None or index == len(names):
+                return
+            position = index
+            self.pick(Target(CATEGORIES[names[index]]))
+            self.reload()
+
+    def pick(self, target: Target) -> None:
+        """Choose the backend of one target (a category, or a web function)."""
+        from hermes.routing.categories import GATEWAY_VALUE
+        from hermes.routing.choose import Target, apply_selection, choices_for, missing_env
+        from hermes.routing.credentials import load_credentials
+        from hermes.routing.report import load_report
+
+        s = self.settings
+        env = s.env.as_dict()
+        report = load_report(s.paths.auth, s.config.data, env)
+        logged_in = report.auth.status not in ("not_logged_in", "expired")
+        covered = None
+        if logged_in and report.auth.plan is not None:
+            covered = load_credentials(s.paths.auth, env).covers(target.category.coverage_key)
+        choices = choices_for(target, s.config.data, env, logged_in=logged_in, covered=covered)
+        options = [Option(c.label, c.note, c.current) for c in choices]
+        split = target.function is None and len(target.category.functions) > 1
+        if split:
+            options.append(Option("Route search and extract separately…", "a backend for each function"))
+        current = next((i for i, c in enumerate(choices) if c.current), 0)
+        index = select(f"{target.display} — choose a backend", options, default=current,
+                       input=self.input, output=self.output)
+        if index is None:
+            return
+        if split and index == len(choices):
+            for function in target.category.functions:
+                self.pick(Target(target.category, function))
+                self.reload()
+            return
+        choice = choices[index]
+        if choice.value == GATEWAY_VALUE and not logged_in:
+            from hermes.errors import GatewayError
+
+            self.out(f"{choice.label} needs a Nous Portal login; starting it now (nothing else is changed).")
+            try:
+                self.login(s)
+            except GatewayError as exc:
+                self.out(f"✗ {exc}. {target.name} was not changed.")
+                return
+        vendor = target.category.vendor(choice.value)
+        if vendor is not None:
+            self.ask_keys(missing_env(vendor, env))
+        self.out(f"{target.display} → {choice.label}")
+        self.after(apply_selection(s.paths.config, target, choice.value))
+
+    def ask_keys(self, names: list[str]) -> None:
+        from hermes.config.dotenv import set_dotenv_value
+
+        for name in names:
+            value = ask_text(f"{name} (saved in .env, input hidden; Enter to skip): ", secret=True,
+                             input=self.input, output=self.output)
+            if value and value.strip():
+                set_dotenv_value(self.settings.paths.env, name, value.strip())
+                self.out(f"Saved {name} in {self.settings.paths.env} (mode 0600).")
