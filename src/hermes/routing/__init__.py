@@ -24,7 +24,7 @@ from hermes.routing.endpoints import (
     shared_origin,
     token_allowed_for,
 )
-from hermes.routing.entitlement import check_entitlement, entitlement_for
+from hermes.routing.entitlement import check_entitlement, entitlement_for, gateway_token
 from hermes.routing.selection import Route, resolve_all, resolve_route, selection_state
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "decode_jwt_payload",
     "entitlement_for",
     "gateway_origin",
+    "gateway_token",
     "load_credentials",
     "pin_env_name",
     "resolve_all",

@@ -18,6 +18,7 @@ tier covers FAL models only (GW-11).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from hermes.errors import GatewayError
 from hermes.routing.categories import CATEGORIES
@@ -76,3 +77,23 @@ def gateway_error_text(route: Route, entitlement: Entitlement, credentials: Cred
         f"{lead} your Nous Portal account has no active subscription with tool access (it may have expired). "
         f"Renew it at {manage}, {switch}"
     )
+
+
+def gateway_token(route: Route, credentials: Credentials, env: Mapping[str, str]) -> tuple[str, str]:
+    """``(origin, user token)`` of a gateway route, after every check a tool must make before sending it.
+
+    Raises :class:`GatewayError` when the plan does not cover the route (GW-10), when no token is
+    available, or when the route's origin is not a configured gateway host (the token never goes there).
+    """
+    from hermes.routing.endpoints import token_allowed_for
+
+    check_entitlement(route, credentials)
+    token = credentials.token
+    if not token or not route.origin:
+        raise GatewayError(f"{route.name} uses the Nous Tool Gateway, but no portal token is available. "
+                           "Run 'hermes portal login', or run 'hermes tools' to switch to your own key.")
+    if not token_allowed_for(route.origin, env):
+        raise GatewayError(f"{route.name}: the gateway origin {route.origin} is not a trusted gateway host, "
+                           "so your portal token was not sent. Check the *_GATEWAY_URL settings in "
+                           "~/.hermes/.env.")
+    return route.origin, token

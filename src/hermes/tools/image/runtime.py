@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.errors import ConfigError, GatewayError, SelectionError, ToolError
+from hermes.errors import ConfigError, SelectionError, ToolError
 from hermes.tools.context import session_of
 
 if TYPE_CHECKING:
@@ -161,22 +161,13 @@ class MediaContext:
 
     def access(self, route: Route) -> Access:
         """Origin, secret and URL guard for a gateway or byok route (see the module docstring)."""
-        from hermes.routing import check_entitlement, token_allowed_for
+        from hermes.routing import gateway_token, token_allowed_for
         from hermes.vendors.base import same_origin
 
         env = self.env
         if route.kind == "gateway":
-            credentials = self.credentials()
-            check_entitlement(route, credentials)
-            token = credentials.token
-            if not token or not route.origin:
-                raise GatewayError(f"{route.name} uses the Nous Tool Gateway, but no portal token is available. "
-                                   "Run 'hermes portal login', or run 'hermes tools' to switch to your own key.")
-            if not token_allowed_for(route.origin, env):
-                raise GatewayError(f"{route.name}: the gateway origin {route.origin} is not a trusted gateway host, "
-                                   "so your portal token was not sent. Check the *_GATEWAY_URL settings in "
-                                   "~/.hermes/.env.")
-            return Access(route, route.origin, token, lambda url: token_allowed_for(url, env))
+            origin, token = gateway_token(route, self.credentials(), env)
+            return Access(route, origin, token, lambda url: token_allowed_for(url, env))
         if route.kind == "byok":
             name = route.credential_env
             secret = env.get(name, "").strip() if name else ""

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes.errors import ConfigError, GatewayError, SelectionError, ToolError
+from hermes.errors import ConfigError, SelectionError, ToolError
 from hermes.tools.context import session_of
 
 if TYPE_CHECKING:
@@ -183,22 +183,13 @@ class WebContext:
 
     def access(self, route: Route) -> Access:
         """Origin, credential and URL guard of a gateway or byok route (see the module docstring)."""
-        from hermes.routing import check_entitlement, token_allowed_for
+        from hermes.routing import gateway_token, token_allowed_for
         from hermes.vendors.base import Auth, same_origin
 
         env = self.env
         if route.kind == "gateway":
-            credentials = self.credentials()
-            check_entitlement(route, credentials)
-            token = credentials.token
-            if not token or not route.origin:
-                raise GatewayError(f"{route.name} uses the Nous Tool Gateway, but no portal token is available. "
-                                   "Run 'hermes portal login', or run 'hermes tools' to switch to your own key.")
-            if not token_allowed_for(route.origin, env):
-                raise GatewayError(f"{route.name}: the gateway origin {route.origin} is not a trusted gateway host, "
-                                   "so your portal token was not sent. Check the *_GATEWAY_URL settings in "
-                                   "~/.hermes/.env.")
-            return Access(route, route.origin, Auth.bearer(token), lambda url: token_allowed_for(url, env))
+            origin, token = gateway_token(route, self.credentials(), env)
+            return Access(route, origin, Auth.bearer(token), lambda url: token_allowed_for(url, env))
         if route.kind != "byok":
             raise ToolError(f"{route.name} is routed to {route.vendor}, which has no remote API")
         origin = self.byok_origin(route)
