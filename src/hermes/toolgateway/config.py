@@ -71,6 +71,29 @@ class FirecrawlRelayConfig:
 
 
 @dataclass(frozen=True)
+class VendorRelayConfig:
+    """A relay that forwards to one vendor-compatible backend with the operator's key.
+
+    ``backend`` is ``vendor`` (forward to ``url``) or ``off`` (503 ``backend_not_configured``);
+    ``max_request_bytes`` (0: ``limits.max_request_bytes``) lets audio uploads be larger than JSON calls.
+    """
+
+    backend: str = "off"
+    url: str = ""
+    api_key: str | None = field(default=None, repr=False)
+    max_request_bytes: int = 0
+
+
+#: ``relays.<label>`` tables of the vendor-forwarding relays: label → (default URL, default key variable)
+VENDOR_RELAYS: dict[str, tuple[str, str]] = {
+    "openai-audio": ("https://api.openai.com", "OPENAI_API_KEY"),
+    "fal-queue": ("https://queue.fal.run", "FAL_KEY"),
+    "krea": ("https://api.krea.ai", "KREA_API_KEY"),
+}
+VENDOR_BACKENDS = ("vendor", "off")
+
+
+@dataclass(frozen=True)
 class Limits:
     """Size, time and retry limits around every relayed call."""
 
@@ -111,6 +134,9 @@ class GatewayConfig:
     limits: Limits = Limits()
     rate_limit: RateLimit = RateLimit()
     firecrawl: FirecrawlRelayConfig = FirecrawlRelayConfig()
+    openai_audio: VendorRelayConfig = VendorRelayConfig(max_request_bytes=25 * 1024 * 1024)
+    fal_queue: VendorRelayConfig = VendorRelayConfig()
+    krea: VendorRelayConfig = VendorRelayConfig()
 
     @property
     def state_dir(self) -> Path:
@@ -259,6 +285,23 @@ def _firecrawl(reader: _Reader, env: Mapping[str, str]) -> FirecrawlRelayConfig:
     )
 
 
+def _vendor_relay(label: str, reader: _Reader, env: Mapping[str, str]) -> VendorRelayConfig:
+    default_url, default_env = VENDOR_RELAYS[label]
+    key_env = reader.text("api_key_env", default_env) or default_env
+    api_key = reader.text("api_key") or env.get(key_env) or None
+    configured = "url" in reader.data or api_key is not None
+    url = (reader.text("url") or default_url).rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"gateway config: {reader.prefix}url must be an http(s) URL")
+    default_max = 25 * 1024 * 1024 if label == "openai-audio" else 0
+    return VendorRelayConfig(
+        backend=reader.choice("backend", VENDOR_BACKENDS, "vendor" if configured else "off"),
+        url=url,
+        api_key=api_key,
+        max_request_bytes=reader.integer("max_request_bytes", default_max),
+    )
+
+
 def load_config(
     path: Path | None = None,
     *,
@@ -267,7 +310,8 @@ def load_config(
     home: Path | None = None,
 ) -> GatewayConfig:
     """Read ``path`` (optional) and apply ``overrides``: a flat mapping of top-level keys, plus
-    ``relays.firecrawl.*`` keys given as ``firecrawl.<key>`` (command-line flags).
+    ``relays.<label>.*`` keys given as ``<label>.<key>`` (``firecrawl``, ``openai-audio``, ``fal-queue``,
+    ``krea``; command-line flags and tests).
 
     ``env`` defaults to the process environment (vendor keys, ``SEARXNG_URL``,
     ``HERMES_GATEWAY_ADMIN_TOKEN``); ``home`` to ``HERMES_HOME``.
@@ -277,15 +321,22 @@ def load_config(
     relays = dict(data.get("relays") or {}) if isinstance(data.get("relays", {}), Mapping) else None
     if relays is None:
         raise ConfigError("gateway config: relays must be a table")
-    fc = dict(relays.get("firecrawl") or {})
+    tables: dict[str, dict[str, Any]] = {}
+    for label in ("firecrawl", *VENDOR_RELAYS):
+        raw = relays.get(label) or {}
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"gateway config: relays.{label} must be a table")
+        tables[label] = dict(raw)
+    fc = tables["firecrawl"]
     for key, value in (overrides or {}).items():
         if value is None:
             continue
-        if key.startswith("firecrawl."):
-            fc[key.removeprefix("firecrawl.")] = value
+        label, dot, rest = key.partition(".")
+        if dot and label in tables:
+            tables[label][rest] = value
         else:
             data[key] = value
-    relays["firecrawl"] = fc
+    relays.update(tables)
     top = _Reader(data)
     admin_env = top.text("admin_token_env", "HERMES_GATEWAY_ADMIN_TOKEN") or "HERMES_GATEWAY_ADMIN_TOKEN"
     database = top.text("database")
@@ -322,4 +373,7 @@ def load_config(
         ),
         rate_limit=RateLimit(per_second=rate.number("per_second", 10.0), burst=rate.integer("burst", 20)),
         firecrawl=_firecrawl(_Reader(fc, "relays.firecrawl."), environ),
+        openai_audio=_vendor_relay("openai-audio", _Reader(tables["openai-audio"], "relays.openai-audio."), environ),
+        fal_queue=_vendor_relay("fal-queue", _Reader(tables["fal-queue"], "relays.fal-queue."), environ),
+        krea=_vendor_relay("krea", _Reader(tables["krea"], "relays.krea."), environ),
     )

@@ -68,6 +68,8 @@ class RelayCall:
     body: bytes
     base_url: str
     deadline: float
+    path: str = ""
+    method: str = ""
 
     def json(self) -> dict[str, Any]:
         """The body as a JSON object, or 400 ``invalid_json``."""
@@ -81,6 +83,8 @@ class RelayCall:
 
 
 Handler = Callable[[RelayCall], Awaitable[RelayResult]]
+#: Units of one request, from its body and headers (e.g. characters of a speech input); may raise 400.
+Measure = Callable[[bytes, Headers], int]
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,11 @@ class Operation:
     name: str
     handler: Handler
     units: int = 1
+    measure: Measure | None = None
+
+    def units_for(self, body: bytes, headers: Headers) -> int:
+        """``measure(body, headers)`` when the operation has one, else the fixed ``units``."""
+        return self.measure(body, headers) if self.measure is not None else self.units
 
 
 def _base_url(scope: Scope) -> str:
@@ -122,6 +131,24 @@ class Relay:
         """The backend (metered as ``vendor``) serving ``operation``."""
         raise NotImplementedError
 
+    def match(self, path: str, method: str) -> Operation:
+        """The operation for ``method path``: 404 ``not_found`` or 405 ``method_not_allowed`` otherwise.
+
+        Exact paths by default; relays with parameterised vendor paths (FAL model paths) override this.
+        """
+        methods = self._routes.get(path)
+        if methods is None:
+            raise GatewayHTTPError(404, "not_found", f"the {self.label} relay has no {path} endpoint")
+        op = methods.get(method)
+        if op is None:
+            raise GatewayHTTPError(405, "method_not_allowed", f"use {', '.join(sorted(methods))} on {path}",
+                                   headers={"allow": ", ".join(sorted(methods))})
+        return op
+
+    def max_request_bytes(self) -> int:
+        """The largest request body this relay reads (``limits.max_request_bytes`` unless overridden)."""
+        return self.gateway.config.limits.max_request_bytes
+
     async def aclose(self) -> None:
         """Release what the relay holds (the shared HTTP client is closed by the gateway)."""
 
@@ -143,19 +170,13 @@ class Relay:
         headers = Headers(scope=scope)
         principal = gw.auth.authenticate(extract_token(headers, self.token_sources))
         scope.setdefault("state", {})["gw_user"] = principal.user.uid
-        methods = self._routes.get(scope["path"])
-        if methods is None:
-            raise GatewayHTTPError(404, "not_found", f"the {self.label} relay has no {scope['path']} endpoint")
-        op = methods.get(scope["method"])
-        if op is None:
-            raise GatewayHTTPError(405, "method_not_allowed", f"use {', '.join(sorted(methods))} on {scope['path']}",
-                                   headers={"allow": ", ".join(sorted(methods))})
+        op = self.match(scope["path"], scope["method"])
         gw.auth.authorize(principal, self.category)
         wait = gw.limiter.acquire(principal.rate_key)
         if wait > 0:
             raise too_many("rate_limited", "too many requests with this token; slow down",
                            gw.limiter.retry_after(wait))
-        body = await read_body(scope, receive, headers, gw.config.limits.max_request_bytes)
+        body = await read_body(scope, receive, headers, self.max_request_bytes())
         return await self._metered(op, principal, scope, headers, body)
 
     async def _metered(self, op: Operation, principal: Principal, scope: Scope, headers: Headers,
@@ -166,10 +187,13 @@ class Relay:
         limit = principal.plan.monthly.get(self.category)
         started = time.perf_counter()
         reservation: Reservation | None = None
+        wanted = 0
         try:
-            reservation = gw.meter.reserve(principal.user.id, self.category, op.units, limit, now)
+            wanted = op.units_for(body, headers)
+            reservation = gw.meter.reserve(principal.user.id, self.category, wanted, limit, now)
             call = RelayCall(gw, op, principal, headers, scope.get("query_string", b"").decode("latin-1"), body,
-                             _base_url(scope), time.monotonic() + gw.config.limits.vendor_deadline)
+                             _base_url(scope), time.monotonic() + gw.config.limits.vendor_deadline,
+                             scope["path"], scope["method"])
             result = await op.handler(call)
             response: Response = Response(result.body, status_code=result.status, headers=result.headers,
                                           media_type=result.content_type)
@@ -186,7 +210,7 @@ class Relay:
                                       "code": "internal_error"}, 500)
             status = 500
         latency_ms = (time.perf_counter() - started) * 1000
-        units = op.units if status < 400 else 0
+        units = wanted if status < 400 else 0
         if reservation is not None and status >= 400:
             gw.meter.refund(reservation)
         cost = units * gw.config.unit_cost(self.category, op.name, backend)

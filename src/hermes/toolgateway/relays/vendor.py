@@ -82,10 +82,15 @@ async def _once(client: httpx.AsyncClient, method: str, url: str, *, timeout: fl
 
 async def vendor_request(client: httpx.AsyncClient, method: str, url: str, *, vendor: str, limits: Limits,
                          deadline: float, json_body: Any = None, params: Mapping[str, str] | None = None,
-                         headers: Mapping[str, str] | None = None) -> VendorResponse:
-    """Call a vendor with retries until ``deadline`` (a ``time.monotonic()`` value)."""
+                         headers: Mapping[str, str] | None = None, content: bytes | None = None) -> VendorResponse:
+    """Call a vendor with retries until ``deadline`` (a ``time.monotonic()`` value).
+
+    The body is ``json_body`` (encoded here) or raw ``content`` (its content type in ``headers``).
+    """
     kwargs: dict[str, Any] = {"headers": dict(headers or {})}
-    if json_body is not None:
+    if content is not None:
+        kwargs["content"] = content
+    elif json_body is not None:
         kwargs["content"] = json.dumps(json_body, separators=(",", ":")).encode("utf-8")
         kwargs["headers"].setdefault("content-type", "application/json")
     if params:

@@ -1,0 +1,237 @@
+"""The ``fal-queue`` relay: FAL's queue API (submit, status, response, cancel) for image generation.
+
+The upstream client (fal-client over ``_ManagedFalSyncClient``, ``Authorization: Key <gateway token>``)::
+
+    POST /{model-path} {arguments}
+         → {"request_id", "status_url", "response_url", "cancel_url", …}   (all four required)
+    GET  {status_url}?logs=false
+         → {"status": "IN_QUEUE", "queue_position"} | {"status": "IN_PROGRESS"|"COMPLETED", "logs"}
+    GET  {response_url}  → the model's result (``images[].url`` …)
+    PUT  {cancel_url}    → {"status": "CANCELLATION_REQUESTED"}
+
+The client follows the three URLs verbatim with the same credentials, so the relay **rewrites** them to
+its own origin (``fal-queue-gateway.<domain>`` or the pinned ``…/relay/fal-queue`` prefix), as
+``{origin}/{model-path}/requests/{request_id}[/status|/cancel]``; the vendor's own URLs are kept
+server side, with the user that submitted the request. Polling a request another user submitted (or one
+this process does not know) answers 404. Status replies always carry the keys the client requires
+(``queue_position`` for ``IN_QUEUE``, ``logs`` otherwise; ``null`` when the vendor left them out).
+
+Backend (``[relays.fal-queue]``): ``vendor`` forwards to a FAL-compatible queue at ``url`` with the
+operator's ``api_key`` (``Authorization: Key …``); the vendor URLs are only followed when they are on
+that backend's origin. ``off`` answers 503.
+
+Metering: a submit is ``num_images`` units (1 when absent; at most :data:`MAX_IMAGES`); status,
+response and cancel are free (0 units, still recorded).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
+
+from starlette.datastructures import Headers
+
+from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
+from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
+
+if TYPE_CHECKING:
+    from hermes.toolgateway.services import Gateway
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+MAX_SEGMENTS = 8
+MAX_IMAGES = 8
+MAX_JOBS = 100_000
+JOB_TTL = 24 * 3600.0
+STATUSES = frozenset({"IN_QUEUE", "IN_PROGRESS", "COMPLETED"})
+
+
+@dataclass(frozen=True)
+class Job:
+    """A submitted request: who submitted it, and the vendor's own URLs for it."""
+
+    user_id: int
+    model: str
+    status_url: str
+    response_url: str
+    cancel_url: str
+    created: float
+
+
+def model_path(path: str) -> str:
+    """``fal-ai/flux-2/klein/9b`` from ``/fal-ai/flux-2/klein/9b``, or 404 for a path no model has."""
+    segments = path.strip("/").split("/")
+    if not 1 <= len(segments) <= MAX_SEGMENTS or not all(_SEGMENT.match(s) and s != ".." for s in segments):
+        raise GatewayHTTPError(404, "not_found", "not a FAL model path")
+    return "/".join(segments)
+
+
+def submit_units(body: bytes, headers: Headers) -> int:
+    """``num_images`` of the arguments (1 when absent or not a sensible count)."""
+    try:
+        data = json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        raise GatewayHTTPError(400, "invalid_json", "the request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise GatewayHTTPError(400, "invalid_json", "the request body must be a JSON object")
+    count = data.get("num_images", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_IMAGES:
+        raise GatewayHTTPError(400, "invalid_request", f"'num_images' must be an integer from 1 to {MAX_IMAGES}")
+    return count
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+class FalQueueRelay(Relay):
+    """FAL's queue protocol, with the vendor's request URLs rewritten to the gateway."""
+
+    label = "fal-queue"
+    category = "fal"
+    token_sources = ("key", "bearer")
+
+    def __init__(self, gateway: Gateway) -> None:
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        super().__init__(gateway)
+
+    def operations(self) -> Sequence[Operation]:
+        return (Operation("POST", "/{model}", "submit", self.submit, measure=submit_units),
+                Operation("GET", "/{model}/requests/{id}/status", "status", self.status, units=0),
+                Operation("GET", "/{model}/requests/{id}", "result", self.result, units=0),
+                Operation("PUT", "/{model}/requests/{id}/cancel", "cancel", self.cancel, units=0))
+
+    def match(self, path: str, method: str) -> Operation:
+        head, sep, tail = path.partition("/requests/")
+        if not sep:
+            model_path(path)
+            if method != "POST":
+                raise GatewayHTTPError(405, "method_not_allowed", "submit with POST", headers={"allow": "POST"})
+            return self._routes["/{model}"]["POST"]
+        model_path(head)
+        request_id, _, action = tail.partition("/")
+        if not _REQUEST_ID.match(request_id):
+            raise GatewayHTTPError(404, "not_found", "not a FAL request id")
+        template = {"status": "/{model}/requests/{id}/status", "": "/{model}/requests/{id}",
+                    "cancel": "/{model}/requests/{id}/cancel"}.get(action)
+        if template is None:
+            raise GatewayHTTPError(404, "not_found", f"the {self.label} relay has no {path} endpoint")
+        methods = self._routes[template]
+        op = methods.get(method)
+        if op is None:
+            allowed = ", ".join(sorted(methods))
+            raise GatewayHTTPError(405, "method_not_allowed", f"use {allowed} on {path}", headers={"allow": allowed})
+        return op
+
+    def backend(self, operation: str) -> str:
+        return "fal" if self.gateway.config.fal_queue.backend == "vendor" else "off"
+
+    # -- helpers -------------------------------------------------------------------------------------
+    def _require_backend(self) -> None:
+        if self.gateway.config.fal_queue.backend != "vendor":
+            raise GatewayHTTPError(503, "backend_not_configured",
+                                   "this gateway has no FAL backend (set relays.fal-queue.url / api_key)")
+
+    def _headers(self, call: RelayCall) -> dict[str, str]:
+        key = self.gateway.config.fal_queue.api_key
+        headers = {"accept": "application/json"}
+        if key:
+            headers["authorization"] = f"Key {key}"
+        idem = call.headers.get("x-idempotency-key")
+        if idem and len(idem) <= 200:
+            headers["x-idempotency-key"] = idem
+        return headers
+
+    def _vendor_url(self, data: dict[str, Any], key: str) -> str:
+        url = data.get(key)
+        cfg = self.gateway.config.fal_queue
+        if not isinstance(url, str) or _origin(url) != _origin(cfg.url):
+            raise GatewayHTTPError(502, "vendor_bad_response", f"fal answered without a usable {key}")
+        return url
+
+    def _remember(self, request_id: str, job: Job) -> None:
+        now = time.monotonic()
+        while self._jobs and (len(self._jobs) >= MAX_JOBS
+                              or now - next(iter(self._jobs.values())).created > JOB_TTL):
+            self._jobs.popitem(last=False)
+        self._jobs[request_id] = job
+
+    def _job(self, call: RelayCall) -> tuple[str, Job]:
+        model, _, tail = call.path.strip("/").partition("/requests/")
+        request_id = tail.partition("/")[0]
+        job = self._jobs.get(request_id)
+        if job is None or job.user_id != call.principal.user.id or job.model != model:
+            raise GatewayHTTPError(404, "unknown_request", f"no FAL request {request_id} for this token")
+        return request_id, job
+
+    def _ours(self, call: RelayCall, model: str, request_id: str) -> dict[str, str]:
+        root = f"{call.base_url}/{model}/requests/{request_id}"
+        return {"status_url": f"{root}/status", "response_url": root, "cancel_url": f"{root}/cancel"}
+
+    async def _call(self, call: RelayCall, method: str, url: str, *, json_body: Any = None,
+                    params: dict[str, str] | None = None) -> Any:
+        cfg = self.gateway.config.fal_queue
+        resp = await vendor_request(self.gateway.http, method, url, vendor="fal", limits=self.gateway.config.limits,
+                                    deadline=call.deadline, json_body=json_body, params=params,
+                                    headers=self._headers(call))
+        raise_for_vendor(resp, "fal", (cfg.api_key,))
+        data = resp.json("fal")
+        if not isinstance(data, dict):
+            raise GatewayHTTPError(502, "vendor_bad_response", "fal answered with something that is not an object")
+        return data
+
+    # -- operations ----------------------------------------------------------------------------------
+    async def submit(self, call: RelayCall) -> RelayResult:
+        self._require_backend()
+        model = model_path(call.path)
+        arguments = call.json()
+        data = await self._call(call, "POST", f"{self.gateway.config.fal_queue.url}/{model}", json_body=arguments)
+        request_id = data.get("request_id")
+        if not isinstance(request_id, str) or not _REQUEST_ID.match(request_id):
+            raise GatewayHTTPError(502, "vendor_bad_response", "fal answered without a request_id")
+        job = Job(call.principal.user.id, model, self._vendor_url(data, "status_url"),
+                  self._vendor_url(data, "response_url"), self._vendor_url(data, "cancel_url"), time.monotonic())
+        self._remember(request_id, job)
+        reply: dict[str, Any] = {"request_id": request_id, **self._ours(call, model, request_id)}
+        if isinstance(data.get("queue_position"), int):
+            reply["queue_position"] = data["queue_position"]
+        return RelayResult.of_json(reply)
+
+    async def status(self, call: RelayCall) -> RelayResult:
+        self._require_backend()
+        request_id, job = self._job(call)
+        logs = parse_qs(call.query).get("logs", ["false"])[-1]
+        data = await self._call(call, "GET", job.status_url, params={"logs": "true" if logs in ("1", "true") else
+                                                                     "false"})
+        status = data.get("status")
+        reply: dict[str, Any] = {k: v for k, v in data.items()
+                                 if k in ("status", "queue_position", "logs", "metrics", "error", "error_type")}
+        if status == "IN_QUEUE":
+            position = data.get("queue_position")
+            reply["queue_position"] = position if isinstance(position, int) and position >= 0 else 0
+        elif status in ("IN_PROGRESS", "COMPLETED"):
+            reply.setdefault("logs", None)
+        if status == "COMPLETED":
+            reply["response_url"] = self._ours(call, job.model, request_id)["response_url"]
+        return RelayResult.of_json(reply)
+
+    async def result(self, call: RelayCall) -> RelayResult:
+        self._require_backend()
+        _request_id, job = self._job(call)
+        return RelayResult.of_json(await self._call(call, "GET", job.response_url))
+
+    async def cancel(self, call: RelayCall) -> RelayResult:
+        self._require_backend()
+        _request_id, job = self._job(call)
+        return RelayResult.of_json(await self._call(call, "PUT", job.cancel_url))
+
+
+__all__ = ["FalQueueRelay", "Job", "model_path", "submit_units"]
