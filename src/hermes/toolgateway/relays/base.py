@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -110,7 +111,7 @@ def _base_url(scope: Scope) -> str:
     return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
 
 
-class Relay:
+class Relay(ABC):
     """Base class: subclasses set ``label``, ``category``, maybe ``token_sources``, and build operations."""
 
     label: str = ""
@@ -123,13 +124,13 @@ class Relay:
         for op in self.operations():
             self._routes.setdefault(op.path, {})[op.method] = op
 
+    @abstractmethod
     def operations(self) -> Sequence[Operation]:
         """The vendor endpoints this relay serves."""
-        raise NotImplementedError
 
+    @abstractmethod
     def backend(self, operation: str) -> str:
         """The backend (metered as ``vendor``) serving ``operation``."""
-        raise NotImplementedError
 
     def match(self, path: str, method: str) -> Operation:
         """The operation for ``method path``: 404 ``not_found`` or 405 ``method_not_allowed`` otherwise.
@@ -149,7 +150,7 @@ class Relay:
         """The largest request body this relay reads (``limits.max_request_bytes`` unless overridden)."""
         return self.gateway.config.limits.max_request_bytes
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 - a hook: most relays hold nothing of their own
         """Release what the relay holds (the shared HTTP client is closed by the gateway)."""
 
     def describe(self) -> dict[str, Any]:

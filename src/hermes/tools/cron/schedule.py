@@ -19,6 +19,7 @@ computation takes and returns timezone-aware datetimes. Intervals count absolute
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
 from typing import ClassVar, Literal
@@ -86,23 +87,23 @@ def _aware(dt: datetime, tz: tzinfo | None) -> datetime:
     return dt
 
 
-class Schedule:
+class Schedule(ABC):
     """A parsed schedule. Subclasses answer when it fires."""
 
     kind: ClassVar[ScheduleKind]
     #: the canonical text, stored with the job and parsed again later
     text: str
 
+    @abstractmethod
     def next_after(self, dt: datetime, *, anchor: datetime | None = None) -> datetime | None:
         """The first fire time strictly after ``dt`` (None: it never fires again).
 
         ``anchor`` is a known fire time; intervals count from it (without one, from ``dt``).
         """
-        raise NotImplementedError
 
+    @abstractmethod
     def last_at_or_before(self, dt: datetime, *, anchor: datetime | None = None) -> datetime | None:
         """The latest fire time at or before ``dt`` (not before ``anchor`` for intervals), or None."""
-        raise NotImplementedError
 
     def describe(self) -> str:
         """A short human description (the canonical text)."""
