@@ -11,20 +11,15 @@ records fire times that were missed while no scheduler was running and were not 
 
 from __future__ import annotations
 
-import contextlib
 import json
 import secrets
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from hermes.errors import StoreError
-from hermes.store.db import connect
+from hermes.errors import HermesError, StoreError
+from hermes.store.db import SQLiteStore
 
 RUN_STATUSES = ("running", "ok", "error", "skipped_missed")
 TRIGGERS = ("schedule", "manual")
@@ -116,13 +111,8 @@ def _column(key: str, value: Any) -> Any:
     return value
 
 
-class CronStore:
+class CronStore(SQLiteStore):
     """Jobs and runs in one SQLite file (see the module docstring); safe to share between threads."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._conn = connect(path)
-        self._lock = threading.RLock()
 
     @classmethod
     def open_default(cls) -> CronStore:
@@ -131,31 +121,10 @@ class CronStore:
 
         return cls(HermesPaths.current().database)
 
-    @contextlib.contextmanager
-    def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                yield self._conn
-            except sqlite3.Error as exc:
-                raise StoreError(f"could not {action} in {self.path}: {exc}") from exc
-
-    @contextlib.contextmanager
-    def _writing(self, action: str) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._conn
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.IntegrityError as exc:
-                if "cron_jobs.name" in str(exc):
-                    raise CronJobExists("a cron job with that name already exists") from exc
-                raise StoreError(f"could not {action} in {self.path}: {exc}") from exc
-            except sqlite3.Error as exc:
-                raise StoreError(f"could not {action} in {self.path}: {exc}") from exc
+    def _translate(self, exc: sqlite3.Error) -> HermesError | None:
+        if isinstance(exc, sqlite3.IntegrityError) and "cron_jobs.name" in str(exc):
+            return CronJobExists("a cron job with that name already exists")
+        return None
 
     # -- jobs -------------------------------------------------------------------------------------
 
@@ -320,16 +289,3 @@ class CronStore:
             return cur.rowcount
 
     # -- lifetime ---------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection (closing twice is harmless)."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> CronStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()

@@ -8,10 +8,15 @@ use of it with a lock).
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
-from hermes.errors import StoreError
+from hermes.errors import HermesError, StoreError
 from hermes.store.migrations import migrate
 
 #: How long a statement waits for another writer's lock before failing, in milliseconds.
@@ -52,3 +57,59 @@ def connect(path: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+class SQLiteStore:
+    """One connection to a hermes SQLite file shared between threads, with locked read and write blocks.
+
+    Writes run in ``BEGIN IMMEDIATE`` transactions; SQLite errors become :class:`StoreError` naming
+    the action. Subclasses translate particular errors (e.g. a unique name taken) with
+    :meth:`_translate`.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = connect(path)
+        self._lock = threading.RLock()
+
+    def _translate(self, exc: sqlite3.Error) -> HermesError | None:
+        """A more precise error for ``exc`` than the generic StoreError, or None."""
+        return None
+
+    def _fail(self, action: str, exc: sqlite3.Error) -> HermesError:
+        return self._translate(exc) or StoreError(f"could not {action} in {self.path}: {exc}")
+
+    @contextlib.contextmanager
+    def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise self._fail(action, exc) from exc
+
+    @contextlib.contextmanager
+    def _writing(self, action: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self._fail(action, exc) from exc
+
+    def close(self) -> None:
+        """Close the connection (closing twice is harmless)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

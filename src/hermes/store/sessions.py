@@ -10,21 +10,17 @@ Every sqlite failure surfaces as :class:`~hermes.errors.StoreError`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import secrets
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from hermes.errors import SessionNotFound, StoreError
-from hermes.store.db import connect
+from hermes.store.db import SQLiteStore
 
 #: The shortest id prefix :meth:`SessionStore.get_session` accepts.
 MIN_PREFIX = 4
@@ -136,13 +132,8 @@ def fts_query(query: str, *, any_term: bool = False) -> str:
     return (" OR " if any_term else " ").join(terms)
 
 
-class SessionStore:
+class SessionStore(SQLiteStore):
     """Sessions and messages in one SQLite file (see the module docstring)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._conn = connect(path)
-        self._lock = threading.RLock()
 
     @classmethod
     def open_default(cls) -> SessionStore:
@@ -152,28 +143,6 @@ class SessionStore:
         return cls(HermesPaths.current().database)
 
     # -- plumbing ---------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _reading(self, action: str) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                yield self._conn
-            except sqlite3.Error as exc:
-                raise StoreError(f"could not {action} in {self.path}: {exc}") from exc
-
-    @contextlib.contextmanager
-    def _writing(self, action: str) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._conn
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise StoreError(f"could not {action} in {self.path}: {exc}") from exc
 
     @staticmethod
     def _info(row: sqlite3.Row) -> SessionInfo:
@@ -384,16 +353,3 @@ class SessionStore:
         return sorted(hits, key=lambda h: (-h.score, -h.message_id))
 
     # -- lifetime ---------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection (closing twice is harmless)."""
-        with self._lock:
-            self._conn.close()
-
-    def __enter__(self) -> SessionStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
