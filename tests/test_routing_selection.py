@@ -200,7 +200,7 @@ CASES = [
          "browser.cloud_provider is set to 'steel', which is not a known browser backend. "
          f"Valid values: nous, browser-use, browserbase, camofox, local. {HINT}"),
     Case("non-string selection", "tts", {"tts": {"provider": 3}}, {}, ANON,
-         f"tts.provider must be a backend name (nous, openai, elevenlabs, espeak), not 3. {HINT}"),
+         f"tts.provider must be a backend name (nous, openai, elevenlabs, espeak, piper), not 3. {HINT}"),
     Case("section that is not a mapping", "image_gen", {"image_gen": "fal"}, {"FAL_KEY": "k"}, ANON,
          f"image_gen in config.yaml must be a mapping (for example image_gen: {{provider: nous}}), not 'fal'. {HINT}"),
     Case("browserbase needs both variables", "browser", {"browser": {"cloud_provider": "browserbase"}},

@@ -251,7 +251,7 @@ def test_select_and_checklist_widgets(pipe: PipeInput) -> None:
 def test_picker_lists_the_gateway_first_logged_out_and_writes_one_category(home: Path, pipe: PipeInput) -> None:
     settings = Settings.load(HermesPaths(home))
     rows = choices_for(parse_target("tts"), settings.config.data, {}, logged_in=False)
-    assert [r.label for r in rows] == ["Nous Subscription", "OpenAI TTS", "ElevenLabs", "local eSpeak"]
+    assert [r.label for r in rows] == ["Nous Subscription", "OpenAI TTS", "ElevenLabs", "local eSpeak", "local Piper"]
     assert rows[0].note == "managed by Nous; you will be asked to log in to Nous Portal"
     assert rows[2].current and rows[2].note == "needs ELEVENLABS_API_KEY"
     # tts (3rd) → OpenAI TTS (2nd): its key is asked for and saved in .env; then Done (7th)

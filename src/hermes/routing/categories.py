@@ -164,6 +164,7 @@ TTS = Category(
         Vendor("elevenlabs", "ElevenLabs", _fs("tts"), env=(("ELEVENLABS_API_KEY",),),
                api_origin="https://api.elevenlabs.io"),
         Vendor("espeak", "local eSpeak", _fs("tts"), kind="local"),
+        Vendor("piper", "local Piper", _fs("tts"), kind="local"),  # only when selected: never in auto_order
     ),
     gateway_label="openai-audio",
     coverage_key="openai-audio",

@@ -20,7 +20,8 @@ TEXT_TO_SPEECH_SCHEMA: dict[str, Any] = {
             "text": {"type": "string", "minLength": 1, "maxLength": 4096, "description": "The text to speak."},
             "voice": {"type": "string", "minLength": 1, "maxLength": 64,
                       "description": "Optional voice: an OpenAI voice (alloy, nova, ...), an ElevenLabs voice id or "
-                                     "an espeak-ng voice (en, en-us, de, ...); default: the configured voice."},
+                                     "an espeak-ng voice (en, en-us, de, ...) or a Piper voice "
+                                     "(en_US-joe-medium); default: the configured voice."},
             "format": {"type": "string", "enum": ["auto", "mp3", "ogg", "wav"], "default": "auto",
                        "description": "File format; auto picks a voice note on chat platforms, else the engine's "
                                       "own format (MP3, or WAV for the local engine)."},
@@ -32,7 +33,8 @@ TEXT_TO_SPEECH_SCHEMA: dict[str, Any] = {
 
 
 def text_to_speech_available() -> bool:
-    """Offline: the local engine needs espeak-ng on PATH; other routes are shown (the call explains problems)."""
+    """Offline: the local espeak engine needs espeak-ng on PATH; other routes, Piper included, are shown (the call
+    explains problems)."""
     from hermes.errors import HermesError
 
     try:
@@ -44,6 +46,8 @@ def text_to_speech_available() -> bool:
         route = resolve_route("tts", settings.config.data, env, load_credentials(settings.paths.auth, env))
     except HermesError:
         return True
+    if route.kind == "local" and route.vendor == "piper":
+        return True  # only ever a saved selection: it stays visible so the call can say what is missing
     if route.kind == "local":
         import shutil
 

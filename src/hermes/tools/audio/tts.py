@@ -3,10 +3,11 @@
 Backends (``tts.provider``, SPEC T-TTS, GW-1): ``nous`` (the gateway's ``openai-audio`` relay; the model is
 forced to ``gpt-4o-mini-tts`` there, as the upstream managed client does), ``openai``
 (``VOICE_TOOLS_OPENAI_KEY`` or ``OPENAI_API_KEY``), ``elevenlabs`` (``ELEVENLABS_API_KEY``) and ``espeak``
-(espeak-ng on this machine, offline) — the default when nothing else is configured.
+(espeak-ng on this machine, offline) — the default when nothing else is configured — and ``piper``
+(Piper neural voices on this machine, offline; only when selected, see :mod:`.piper`).
 
 Output format: on messaging surfaces a voice note (Opus in Ogg); elsewhere each engine's natural format —
-MP3 for OpenAI and ElevenLabs, WAV for espeak. The model may ask for ``mp3``, ``ogg`` or ``wav``. OpenAI
+MP3 for OpenAI and ElevenLabs, WAV for espeak and Piper. The model may ask for ``mp3``, ``ogg`` or ``wav``. OpenAI
 produces every one of them itself; other engines are converted with ffmpeg (or sox), and when neither
 is installed the native file is returned with a ``note`` saying so.
 """
@@ -20,6 +21,7 @@ from typing import Any
 
 from hermes.errors import ToolError
 from hermes.tools.audio.convert import convert, espeak
+from hermes.tools.audio.piper import piper_speak, resolve_voice
 from hermes.tools.image.media import MP3, OGG, WAV, MediaType, save_media, sniff_audio
 from hermes.tools.image.runtime import Access, MediaContext, http_client, text_arg, vendor_failure
 from hermes.vendors.base import Auth, VendorError
@@ -29,6 +31,7 @@ from hermes.vendors.openai_audio import OpenAIAudioClient
 MANAGED_MODEL = "gpt-4o-mini-tts"
 DEFAULT_OPENAI_VOICE = "alloy"
 DEFAULT_ESPEAK_VOICE = "en"
+PIPER_KEY = "tts.piper"
 MAX_TEXT = 4096
 FORMATS = ("auto", "mp3", "ogg", "wav")
 _TYPES = {"mp3": MP3, "ogg": OGG, "wav": WAV}
@@ -85,6 +88,27 @@ async def _elevenlabs(ctx: MediaContext, access: Access, text: str, voice: str) 
     return audio, "mp3"
 
 
+async def _piper(args: dict[str, Any], ctx: MediaContext, text: str) -> tuple[bytes, str]:
+    """Piper (``tts.piper.*``): the voice file, an optional speaker id and length scale; returns (WAV, voice)."""
+    name = args.get("voice")
+    if name is not None and (not isinstance(name, str) or not _VOICE.match(name)):
+        raise ToolError("'voice' must be a voice name such as 'en_US-joe-medium' (a Piper voice installed next to "
+                        "tts.piper.voice)")
+    model = resolve_voice(ctx.get_str(f"{PIPER_KEY}.voice"), name)
+    speaker_value = ctx.get(f"{PIPER_KEY}.speaker")
+    speaker: int | None = None
+    if speaker_value is not None:
+        if isinstance(speaker_value, bool) or not isinstance(speaker_value, int | str) \
+                or not str(speaker_value).strip().isdigit():
+            raise ToolError(f"{PIPER_KEY}.speaker in config.yaml must be a speaker number (0, 1, ...)")
+        speaker = int(str(speaker_value).strip())
+    length_scale: float | None = None
+    if ctx.get(f"{PIPER_KEY}.length_scale") is not None:
+        length_scale = ctx.get_number(f"{PIPER_KEY}.length_scale", 1.0, low=0.1, high=5.0)
+    audio = await piper_speak(text, model=model, speaker=speaker, length_scale=length_scale)
+    return audio, model.stem
+
+
 async def speak(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
     """Run one ``text_to_speech`` call; returns the result object."""
     text = text_arg(args, "text", "the non-empty text to speak") or ""
@@ -98,7 +122,11 @@ async def speak(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
     messaging = ctx.surface == Surface.MESSAGING
     target = wanted_format(str(requested), messaging)
     route = ctx.route("tts")
-    if route.kind == "local":
+    if route.kind == "local" and route.vendor == "piper":
+        audio, voice = await _piper(args, ctx, text)
+        native = "wav"
+        provider, via = "piper", "local Piper"
+    elif route.kind == "local":
         voice = _voice(args, ctx, "tts.espeak.voice", DEFAULT_ESPEAK_VOICE)
         wpm = int(ctx.get_number("tts.espeak.speed", 175, low=80, high=450))
         audio, native = await espeak(text, voice=voice, words_per_minute=wpm), "wav"
