@@ -92,7 +92,10 @@ class BatchRunner:
             provider = self.provider_factory() if self.provider_factory else None
             agent = new_agent(self.settings, Surface.ONESHOT, RecordingSink(), requested=toolsets,
                               provider=provider)
-            result = agent.run_turn(item.prompt)
+            try:
+                result = agent.run_turn(item.prompt)
+            finally:
+                agent.close()
             record.update(
                 tools=list(agent.tools), messages=agent.messages, final=result.final, reason=result.reason,
                 iterations=result.iterations, tool_calls=result.tool_calls, error=None,

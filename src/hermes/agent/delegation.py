@@ -150,7 +150,10 @@ def run_delegation(args: dict[str, Any], parent: Agent) -> str:
     def work(i: int) -> None:
         t0 = time.monotonic()
         try:
-            outcome = children[i].run_turn(tasks[i]["goal"])
+            try:
+                outcome = children[i].run_turn(tasks[i]["goal"])
+            finally:
+                children[i].close()
             status = {"answered": "completed", "budget_exhausted": "completed",
                       "interrupted": "timeout" if i in timed_out else "interrupted"}.get(outcome.reason, "failed")
             results[i] = {"status": status, "summary": outcome.final, "iterations": outcome.iterations,

@@ -11,6 +11,7 @@ session consistent: every tool call in the history gets a result.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -32,10 +33,13 @@ from hermes.agent.events import (
 )
 from hermes.agent.provider import CallOptions, ChatProvider, Completion, ToolCall
 from hermes.errors import HermesError, TurnInterrupted
+from hermes.tools.context import SESSION_END_KEY
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.results import error_json
 from hermes.tools.toolsets import Surface
 from hermes.tools.validation import parse_arguments, validate_arguments
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
@@ -105,6 +109,15 @@ class Agent:
     @property
     def interrupted(self) -> bool:
         return self._cancel.is_set()
+
+    def close(self) -> None:
+        """End the session: run what tools asked to run at its end (e.g. stop its background processes)."""
+        callbacks = self.state.pop(SESSION_END_KEY, {})
+        for key, callback in callbacks.items():
+            try:
+                callback()
+            except Exception:
+                logger.warning("session-end cleanup %s failed", key, exc_info=True)
 
     def run_turn(self, user_text: str) -> TurnResult:
         self._cancel.clear()

@@ -50,7 +50,10 @@ def run(args: argparse.Namespace) -> int:
         agent = open_agent(settings, request, oneshot_sink(quiet=bool(getattr(args, "quiet", False))))
         if demo:
             prompt = _demo(agent)
-        return run_oneshot(agent, prompt)
+        try:
+            return run_oneshot(agent, prompt)
+        finally:
+            agent.close()
 
     from hermes.surfaces.cli import run_interactive
     from hermes.surfaces.console import ConsoleSink
@@ -61,7 +64,10 @@ def run(args: argparse.Namespace) -> int:
     where = "embedded, offline" if model.provider == "local" else f"at {model.base_url}"
     banner = (f"hermes · {model.model} {where} · {len(agent.tools)} tools · {state} session "
               f"{agent.session_id}\nType /help for commands, Ctrl-D to leave.")
-    return run_interactive(agent, settings.paths.history, banner)
+    try:
+        return run_interactive(agent, settings.paths.history, banner)
+    finally:
+        agent.close()
 
 
 DEMO_PROMPTS = {

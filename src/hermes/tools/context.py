@@ -8,6 +8,7 @@ execute_code or tests): :func:`session_of` returns None then.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -34,6 +35,19 @@ class ToolSession(Protocol):
     #: per-session state of tools, keyed by a name each tool family chooses
     state: dict[str, Any]
     settings: Settings | None
+
+
+SESSION_END_KEY = "session_end"
+
+
+def on_session_end(kw: dict[str, Any], key: str, callback: Callable[[], object]) -> None:
+    """Run ``callback`` when the calling session ends (``Agent.close``); one callback per ``key``.
+
+    Without a session (``dispatch`` called directly) nothing is registered: such callers own their cleanup.
+    """
+    session = session_of(kw)
+    if session is not None:
+        session.state.setdefault(SESSION_END_KEY, {}).setdefault(key, callback)
 
 
 def session_of(kw: dict[str, Any]) -> ToolSession | None:

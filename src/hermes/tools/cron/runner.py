@@ -150,6 +150,7 @@ class AgentRunner:
                 try:
                     result = agent.run_turn(prompt)
                 finally:
+                    agent.close()
                     with self._lock:
                         self._agent = None
         except HermesError as exc:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.redact import redact, secret_values
-from hermes.tools.context import ToolSession, session_of
+from hermes.tools.context import ToolSession, on_session_end, session_of
 from hermes.tools.registry import registry
 
 if TYPE_CHECKING:
@@ -133,7 +133,9 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
     gate.authorize(command, kw, cwd=cwd)
     env = _env(session)
     if args.get("background"):
-        record = manager.start(_task_id(kw), command, cwd, env)
+        task = _task_id(kw)
+        record = manager.start(task, command, cwd, env)
+        on_session_end(kw, f"terminal:{task}", lambda: manager.kill_session(task))
         return json.dumps({
             "process_id": record.id,
             "pid": record.proc.pid,
