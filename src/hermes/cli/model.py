@@ -102,7 +102,6 @@ def write_model(settings: Settings, preset: ProviderPreset, model: str | None, b
                 *, ask: bool) -> bool:
     """Save ``model.provider``, ``model.base_url`` and ``model.name``; False when no model name is known."""
     from hermes.errors import ConfigError
-    from hermes.routing.choose import set_key
     from hermes.routing.portal_auth import AuthStore
 
     cfg = settings.config
@@ -126,7 +125,7 @@ def write_model(settings: Settings, preset: ProviderPreset, model: str | None, b
         out("No model name given; nothing changed. Pass --model NAME.")
         return False
     for key, value in (("model.provider", preset.name), ("model.base_url", base_url), ("model.name", model)):
-        set_key(cfg, key, value)
+        cfg.set(key, value)
     settings.model()  # validates before saving
     cfg.save()
     if preset.name != "custom" and cfg.has("model.api_key_env"):

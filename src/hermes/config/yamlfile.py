@@ -90,10 +90,29 @@ class ConfigFile:
     def set(self, key: str, value: Any) -> None:
         from ruamel.yaml.comments import CommentedMap
 
+        from hermes.config.yamlcomments import append_keeping_comments
+
         if self._data is None:
             self._data = CommentedMap()
         parts = split_key(key)
-        node = self._data
+        # the deepest mapping that already exists on the path: a key added there is appended after its
+        # last item, so the comment lines trailing that item must move along (see yamlcomments)
+        anchor: Any = self._data
+        depth = 0
+        for part in parts[:-1]:
+            child = anchor.get(part)
+            if not isinstance(child, dict):
+                break
+            anchor, depth = child, depth + 1
+        if parts[depth] in anchor or not len(anchor):
+            self._assign(key, parts, value)
+        else:
+            append_keeping_comments(anchor, lambda: self._assign(key, parts, value))
+
+    def _assign(self, key: str, parts: list[str], value: Any) -> None:
+        from ruamel.yaml.comments import CommentedMap
+
+        node: Any = self._data
         for part in parts[:-1]:
             child = node.get(part)
             if child is None:

@@ -33,7 +33,7 @@ from hermes.routing.categories import (
 )
 
 if TYPE_CHECKING:
-    from hermes.config.yamlfile import ConfigFile
+    pass
 
 DECLINED_KEY = "tool_gateway_declined_tools"
 GATEWAY_LABEL = "Nous Subscription"
@@ -165,86 +165,6 @@ def declined(config: Mapping[str, Any]) -> list[str]:
     return [str(item).strip() for item in raw if isinstance(item, str) and item.strip() in CATEGORIES]
 
 
-def set_key(cfg: ConfigFile, key: str, value: Any) -> None:
-    """``cfg.set(key, value)``, keeping comment lines that follow the mapping where a new key is added.
-
-    ruamel stores the blank lines and comments after the last item of a mapping (typically the comment
-    that introduces the *next* section) on that last item, so a key appended to the mapping would be
-    written after them, under the next section's heading. Those lines are moved onto the new key, so
-    they stay in front of the section they introduce.
-    """
-    parts = key.split(".")
-    node: Any = cfg.data
-    depth = 0
-    for part in parts[:-1]:
-        child = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(child, dict):
-            break
-        node, depth = child, depth + 1
-    taken = _take_tail(node) if isinstance(node, dict) and parts[depth] not in node else None
-    cfg.set(key, value)
-    if taken is not None:
-        _give_tail(node, *taken)
-
-
-def _last_slot(node: Any) -> tuple[Any, Any, int] | None:
-    """(container, key or index, slot) of the comment after the deepest last item of ``node``."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
-    while True:
-        if isinstance(node, CommentedMap) and len(node):
-            key: Any = list(node)[-1]
-            slot = 2
-        elif isinstance(node, CommentedSeq) and len(node):
-            key, slot = len(node) - 1, 0
-        else:
-            return None
-        child = node[key]
-        if isinstance(child, CommentedMap | CommentedSeq) and len(child):
-            node = child
-            continue
-        return node, key, slot
-
-
-def _take_tail(node: Any) -> tuple[str, Any] | None:
-    found = _last_slot(node)
-    if found is None:
-        return None
-    container, key, slot = found
-    entry = container.ca.items.get(key)
-    token = entry[slot] if entry and len(entry) > slot else None
-    if token is None:
-        return None
-    text = token.value
-    if text.startswith("#"):
-        head, sep, tail = text.partition("\n")
-        head += sep
-    else:
-        head, tail = "", text[1:] if text.startswith("\n") else text
-    if not tail:
-        return None
-    if head:
-        token.value = head
-    else:
-        entry[slot] = None
-    return tail, token.start_mark
-
-
-def _give_tail(node: Any, tail: str, mark: Any) -> None:
-    from ruamel.yaml.comments import CommentedMap
-    from ruamel.yaml.tokens import CommentToken
-
-    found = _last_slot(node)
-    if found is None:  # pragma: no cover - the key was just added
-        return
-    container, key, slot = found
-    entry = container.ca.items.setdefault(key, [None] * (4 if isinstance(container, CommentedMap) else 2))
-    if entry[slot] is not None:
-        entry[slot].value += tail
-    else:
-        entry[slot] = CommentToken("\n" + tail, mark)
-
-
 def write_declined(path: Path, names: list[str]) -> None:
     """Store the declined list (in category order), removing the key when it becomes empty."""
     from hermes.config.yamlfile import ConfigFile
@@ -257,7 +177,7 @@ def write_declined(path: Path, names: list[str]) -> None:
             if isinstance(current, list):  # edit in place: keeps its flow or block style
                 current[:] = ordered
             else:
-                set_key(cfg, DECLINED_KEY, ordered)
+                cfg.set(DECLINED_KEY, ordered)
             cfg.save()
     elif cfg.has(DECLINED_KEY):
         cfg.delete_preserving_comments(DECLINED_KEY)
@@ -273,7 +193,7 @@ def apply_selection(path: Path, target: Target, value: str) -> SelectionChange:
     change = SelectionChange(target, value, sets, [], previous if isinstance(previous, str) else None)
     if sets:
         for key, new in sets.items():
-            set_key(cfg, key, new)
+            cfg.set(key, new)
         cfg.save()
         cfg = ConfigFile.load(path)
     for key in removes:
