@@ -28,7 +28,7 @@ import socket
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import unquote_to_bytes, urlsplit
 
 import httpx
@@ -368,3 +368,35 @@ async def download(
                           timeout=timeout, max_bytes=max_bytes, follow_redirects=True)
     response.raise_for_status()
     return response.body, response.content_type
+
+
+class JsonApiClient:
+    """Where a vendor client calls, with which credential, and its limits; subclasses add the endpoints.
+
+    ``origin`` is the vendor's API (BYOK) or a gateway relay; ``allow_url`` decides which URLs may receive
+    the credential (default: the origin only). Subclasses set ``vendor`` and their defaults.
+    """
+
+    vendor: ClassVar[str] = "vendor"
+    default_retry: ClassVar[RetryPolicy] = RetryPolicy()
+    default_timeout: ClassVar[float] = 60.0
+    default_max_bytes: ClassVar[int] = 16 * 1024 * 1024
+
+    def __init__(
+        self, http: httpx.AsyncClient, origin: str, auth: Auth | None = None, *, allow_url: UrlGuard | None = None,
+        retry: RetryPolicy | None = None, timeout: float | None = None, max_bytes: int | None = None,
+    ) -> None:
+        self.http = http
+        self.origin = origin.rstrip("/")
+        self.auth = auth
+        self.allow_url = allow_url or same_origin(self.origin)
+        self.retry = retry or self.default_retry
+        self.timeout = self.default_timeout if timeout is None else timeout
+        self.max_bytes = self.default_max_bytes if max_bytes is None else max_bytes
+
+    async def _post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST a JSON body to ``origin + path``; the JSON object answered (VendorError otherwise)."""
+        response = await send(self.http, "POST", join(self.origin, path), vendor=self.vendor, auth=self.auth,
+                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes,
+                              headers={"accept": "application/json"}, json_body=body)
+        return response.raise_for_status().json_object()

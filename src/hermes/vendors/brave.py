@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+from hermes.vendors.base import Auth, JsonApiClient, RetryPolicy, VendorError, join, send
 
 VENDOR = "brave"
 BRAVE_RETRY = RetryPolicy(attempts=3, base_delay=1.0, max_delay=4.0, statuses=frozenset({429, 502, 503, 504}))
@@ -33,20 +31,13 @@ class BraveResult:
     age: str | None = None
 
 
-class BraveClient:
+class BraveClient(JsonApiClient):
     """Web search with Brave at ``origin`` with ``auth`` (:func:`brave_auth`)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth | None, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = BRAVE_RETRY, timeout: float = 30.0, max_bytes: int = 8 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
+    vendor = VENDOR
+    default_retry = BRAVE_RETRY
+    default_timeout = 30.0
+    default_max_bytes = 8 * 1024 * 1024
 
     async def search(self, query: str, limit: int = 5) -> list[BraveResult]:
         """Web results for ``query`` (at most ``limit``, capped at Brave's 20)."""

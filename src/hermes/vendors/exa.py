@@ -12,9 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+from hermes.vendors.base import Auth, JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "exa"
 EXA_RETRY = RetryPolicy(attempts=3, base_delay=0.5, max_delay=4.0, statuses=frozenset({429, 502, 503, 504}))
@@ -55,37 +53,24 @@ class ExaContents:
     statuses: tuple[ExaStatus, ...]
 
 
-class ExaClient:
+class ExaClient(JsonApiClient):
     """Search and fetch page contents with Exa at ``origin`` with ``auth`` (:func:`exa_auth`)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth | None, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = EXA_RETRY, timeout: float = 60.0, max_bytes: int = 16 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
-
-    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await send(self.http, "POST", join(self.origin, path), vendor=VENDOR, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes,
-                              headers={"accept": "application/json"}, json_body=body)
-        return response.raise_for_status().json_object()
+    vendor = VENDOR
+    default_retry = EXA_RETRY
+    default_timeout = 60.0
+    default_max_bytes = 16 * 1024 * 1024
 
     async def search(self, query: str, limit: int = 5, *, snippet_chars: int = 400) -> list[ExaResult]:
         """Results for ``query`` with the first ``snippet_chars`` characters of each page's text."""
         limit = max(1, min(limit, MAX_RESULTS))
-        data = await self._post("/search", {"query": query, "numResults": limit, "type": "auto",
+        data = await self._post_json("/search", {"query": query, "numResults": limit, "type": "auto",
                                             "contents": {"text": {"maxCharacters": snippet_chars}}})
         return _results(data)[:limit]
 
     async def contents(self, urls: list[str]) -> ExaContents:
         """The full text of each URL (Exa fetches them), with a status per URL."""
-        data = await self._post("/contents", {"urls": urls, "text": True})
+        data = await self._post_json("/contents", {"urls": urls, "text": True})
         statuses: list[ExaStatus] = []
         raw = data.get("statuses")
         for item in raw if isinstance(raw, list) else []:

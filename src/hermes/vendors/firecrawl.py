@@ -17,9 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError, join, send
 
 VENDOR = "firecrawl"
 #: the ``origin`` field Firecrawl uses for analytics (the upstream SDK sends ``python-sdk@<version>``)
@@ -54,20 +52,13 @@ class FirecrawlPage:
     status_code: int | None = None
 
 
-class FirecrawlClient:
+class FirecrawlClient(JsonApiClient):
     """Search and scrape through Firecrawl's v2 API at ``origin`` (``Auth.bearer(key_or_token)`` or None)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth | None, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = FIRECRAWL_RETRY, timeout: float = 60.0, max_bytes: int = 16 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
+    vendor = VENDOR
+    default_retry = FIRECRAWL_RETRY
+    default_timeout = 60.0
+    default_max_bytes = 16 * 1024 * 1024
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = await send(self.http, "POST", join(self.origin, path), vendor=VENDOR, auth=self.auth,

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError, join, send
 
 VENDOR = "searxng"
 SEARXNG_RETRY = RetryPolicy(attempts=2, base_delay=0.5, max_delay=2.0, statuses=frozenset({429, 502, 503, 504}))
@@ -27,20 +25,13 @@ class SearxResult:
     engine: str | None = None
 
 
-class SearxngClient:
+class SearxngClient(JsonApiClient):
     """Search through the SearXNG instance at ``origin`` (``auth`` only for instances behind a proxy login)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth | None = None, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = SEARXNG_RETRY, timeout: float = 30.0, max_bytes: int = 8 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
+    vendor = VENDOR
+    default_retry = SEARXNG_RETRY
+    default_timeout = 30.0
+    default_max_bytes = 8 * 1024 * 1024
 
     async def search(self, query: str, limit: int = 5, *, page: int = 1) -> list[SearxResult]:
         """Results for ``query`` (the first ``limit`` of page ``page``)."""

@@ -10,11 +10,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "tavily"
 TAVILY_RETRY = RetryPolicy(attempts=3, base_delay=0.5, max_delay=4.0, statuses=frozenset({429, 502, 503, 504}))
@@ -56,33 +54,20 @@ class TavilyExtraction:
     failed: tuple[TavilyFailure, ...]
 
 
-class TavilyClient:
+class TavilyClient(JsonApiClient):
     """Search and extract with Tavily at ``origin`` with ``auth`` (``Auth.bearer(key)``)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth | None, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = TAVILY_RETRY, timeout: float = 60.0, max_bytes: int = 16 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
-
-    async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await send(self.http, "POST", join(self.origin, path), vendor=VENDOR, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes,
-                              headers={"accept": "application/json"}, json_body=body)
-        return response.raise_for_status().json_object()
+    vendor = VENDOR
+    default_retry = TAVILY_RETRY
+    default_timeout = 60.0
+    default_max_bytes = 16 * 1024 * 1024
 
     async def search(
         self, query: str, limit: int = 5, *, search_depth: Literal["basic", "advanced"] = "basic",
     ) -> list[TavilyResult]:
         """Results for ``query`` (at most ``limit``, capped at Tavily's 20)."""
         limit = max(1, min(limit, MAX_RESULTS))
-        data = await self._post("/search", {"query": query, "max_results": limit, "search_depth": search_depth,
+        data = await self._post_json("/search", {"query": query, "max_results": limit, "search_depth": search_depth,
                                             "include_answer": False, "include_raw_content": False})
         items = data.get("results")
         if not isinstance(items, list):
@@ -100,7 +85,7 @@ class TavilyClient:
         output_format: Literal["markdown", "text"] = "markdown",
     ) -> TavilyExtraction:
         """The content of each URL (Tavily fetches them), with the URLs it could not extract."""
-        data = await self._post("/extract", {"urls": urls, "extract_depth": extract_depth, "format": output_format,
+        data = await self._post_json("/extract", {"urls": urls, "extract_depth": extract_depth, "format": output_format,
                                              "include_images": False})
         results = data.get("results")
         if not isinstance(results, list):

@@ -11,7 +11,7 @@ never backtrack over earlier text), so a 1 MB command line is read in linear tim
 :data:`MAX_DEPTH` raises :class:`TooComplex` instead of recursing without bound.
 
 Words keep variable references as ``$NAME`` (``${NAME}`` is written the same way) and mark each
-substitution with a NUL placeholder; the parsed substitution is kept in :attr:`Word.subs`.
+substitution with a NUL stand-in character; the parsed substitution is kept in :attr:`Word.subs`.
 """
 
 from __future__ import annotations

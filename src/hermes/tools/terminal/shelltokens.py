@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hermes.tools.terminal.shellparse import Script
 
-SUB = "\x00"  # placeholder for one substitution inside a word's text
+SUB = "\x00"  # stands for one substitution inside a word's text
 
 WRITE_REDIRECTS = frozenset({">", ">>", ">|", "<>", "&>", "&>>"})
 REDIRECTS = frozenset({"<", ">", ">>", ">|", "<>", "<&", ">&", "&>", "&>>", "<<", "<<-", "<<<"})
