@@ -52,6 +52,8 @@ PAID = creds({"exp": NOW + 3600, "paid_access": True})
 FREE = creds({"exp": NOW + 3600, "tool_access": {"enabled": True, "coverage": {"fal": True, "firecrawl": True}}})
 LAPSED = creds({"exp": NOW + 3600, "paid_access": False})
 EXPIRED = creds({"exp": NOW - 10, "paid_access": True})
+EXPIRED_RENEWABLE = Credentials.from_sources({"version": 1, "providers": {"nous": {
+    "access_token": jwt({"exp": NOW - 10, "paid_access": True}), "refresh_token": "rt_x"}}}, {})
 OPAQUE = Credentials.from_sources({"providers": {"nous": {"access_token": "opaque-token"}}}, {})
 ENV_TOKEN = Credentials.from_sources(None, {"TOOL_GATEWAY_USER_TOKEN": jwt({"paid_access": True})})
 
@@ -109,7 +111,7 @@ CASES = [
          {"kind": "none", "vendor": None, "origin": None, "message": "not configured"}),
     Case("never configured lapsed subscription is local", "browser", {}, {}, LAPSED,
          {"kind": "local", "vendor": "local", "message": "active via local Chromium"}),
-    Case("auto-detect gateway despite an expired access token", "browser", {}, {}, EXPIRED,
+    Case("auto-detect gateway despite an expired but renewable access token", "browser", {}, {}, EXPIRED_RENEWABLE,
          {"kind": "gateway", "vendor": "browser-use", "origin": "https://browser-use-gateway.nousresearch.com"}),
     Case("opaque token has no claims so no gateway auto-detect", "stt", {}, {}, OPAQUE,
          {"kind": "local", "vendor": "local"}),
@@ -246,12 +248,25 @@ CASES = [
 def test_selection_table(case: Case) -> None:
     if isinstance(case.expect, str):
         with pytest.raises(SelectionError) as info:
-            resolve_route(case.name, case.config, case.env, case.credentials)
+            resolve_route(case.name, case.config, case.env, case.credentials, now=NOW)
         assert str(info.value) == case.expect
         return
-    route = resolve_route(case.name, case.config, case.env, case.credentials)
+    route = resolve_route(case.name, case.config, case.env, case.credentials, now=NOW)
     got = {key: getattr(route, key) for key in case.expect}
     assert got == case.expect
+
+
+@pytest.mark.parametrize(("credentials", "kind"), [
+    (EXPIRED, "local"),                       # expired, no refresh token: nothing can renew it
+    (EXPIRED_RENEWABLE, "gateway"),           # the tool renews it before calling
+    (Credentials.from_sources(None, {"TOOL_GATEWAY_USER_TOKEN": jwt({"exp": NOW - 10, "paid_access": True})}),
+     "local"),                                # an expired env token is never renewed
+    (PAID, "gateway"),
+], ids=["expired-login", "renewable-login", "expired-env-token", "valid"])
+def test_auto_detection_skips_a_gateway_token_nothing_can_renew(credentials: Credentials, kind: str) -> None:
+    assert resolve_route("tts", {}, {}, credentials, now=NOW).kind == kind
+    # a saved selection still wins: the route stays on the gateway and the entitlement check explains
+    assert resolve_route("tts", {"tts": {"provider": "nous"}}, {}, credentials, now=NOW).kind == "gateway"
 
 
 def test_ids_are_unique() -> None:

@@ -218,6 +218,8 @@ class Credentials:
     portal_base_url: str = DEFAULT_PORTAL_URL
     expires_at: float | None = None
     warnings: tuple[str, ...] = ()
+    #: the portal login holds a refresh token, so an expired access token can still be renewed
+    refreshable: bool = False
 
     @classmethod
     def anonymous(cls) -> Credentials:
@@ -240,6 +242,7 @@ class Credentials:
             claims=claims,
             portal_base_url=_portal_url(nous, env),
             expires_at=_iso_time(nous.get("expires_at")) if nous else None,
+            refreshable=bool(nous and access and _text(nous.get("refresh_token"))),
         )
 
     def with_claims(self, claims: Claims | None) -> Credentials:
@@ -294,8 +297,22 @@ class Credentials:
         return self.claims is not None and self.claims.is_expired(now, leeway)
 
     def covers(self, coverage_key: str) -> bool:
-        """Entitled to a gateway category by the claims, ignoring expiry (used by auto-detection)."""
+        """Entitled to a gateway category by the claims, ignoring expiry."""
         return self.logged_in and self.claims is not None and self.claims.covers(coverage_key)
+
+    def dead(self, now: float) -> bool:
+        """The token sent to the gateway has expired and nothing can renew it.
+
+        An expired portal login with a refresh token is not dead (tools renew it before calling); an
+        expired ``TOOL_GATEWAY_USER_TOKEN`` or a login without a refresh token is.
+        """
+        if not self.is_expired(now):
+            return False
+        return self.token_source == "env" or not self.refreshable
+
+    def covers_for_detection(self, coverage_key: str, now: float) -> bool:
+        """What GW-4 auto-detection asks: covered by the claims, and the token is not :meth:`dead`."""
+        return self.covers(coverage_key) and not self.dead(now)
 
     def entitlement(self, coverage_key: str, now: float) -> Entitlement:
         """The full check for one gateway category at time ``now``."""

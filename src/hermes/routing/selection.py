@@ -19,7 +19,8 @@ The rules, in order:
    (``web.backend: tavily``) the flag has no meaning and the vendor stands.
 3. **Never configured** (GW-4): auto-detect, in the order of ``Category.auto_order`` — env-only
    backends first (``SEARXNG_URL``, ``CAMOFOX_URL``), then vendors with a key — then the gateway when
-   the claims entitle the account to that category, then the key-less or local default, else a route
+   the claims entitle the account to that category (and its token has not expired beyond renewal),
+   then the key-less or local default, else a route
    of kind ``none``.
 
 Entitlement is checked separately by :func:`check_entitlement` (in :mod:`hermes.routing.entitlement`):
@@ -29,6 +30,7 @@ can show both the route and why it would fail, and tools raise the GW-10 error w
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -120,13 +122,15 @@ class Route:
 
 
 def resolve_route(
-    category_or_function: str, config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials
+    category_or_function: str, config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials,
+    *, now: float | None = None,
 ) -> Route:
     """The route of ``category_or_function`` (``web.search``, ``web.extract``, ``image_gen``, ``tts``,
     ``stt``, ``browser``, ``video_gen``).
 
     Raises SelectionError (GW-3 wording) when the saved selection cannot run, and ValueError for a
-    name that is not a routable category (a programming error).
+    name that is not a routable category (a programming error). ``now`` (default: the clock) only
+    matters to auto-detection, which skips a gateway token that expired with nothing to renew it.
     """
     category, function = split_route_name(category_or_function)
     section = _section(config, category)
@@ -134,17 +138,17 @@ def resolve_route(
     if choice is not None:
         value, key = choice
         return _resolve_choice(category, function, value, key, config, env, credentials)
-    return _auto_detect(category, function, config, env, credentials)
+    return _auto_detect(category, function, config, env, credentials, time.time() if now is None else now)
 
 
 def resolve_all(
-    config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials
+    config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials, *, now: float | None = None,
 ) -> dict[str, Route | SelectionError]:
     """Every routable name (:data:`~hermes.routing.categories.ROUTE_NAMES`) → its route or its error."""
     out: dict[str, Route | SelectionError] = {}
     for name in ROUTE_NAMES:
         try:
-            out[name] = resolve_route(name, config, env, credentials)
+            out[name] = resolve_route(name, config, env, credentials, now=now)
         except SelectionError as exc:
             out[name] = exc
     return out
@@ -276,13 +280,14 @@ def _resolve_choice(
 
 
 def _auto_detect(
-    category: Category, function: str, config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials
+    category: Category, function: str, config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials,
+    now: float,
 ) -> Route:
     for name in category.auto_order.get(function, ()):
         vendor = category.vendor(name)
         if vendor is not None and _satisfied(vendor, env):
             return _vendor_route(category, function, vendor, None, env)
-    if credentials.covers(category.coverage_key):
+    if credentials.covers_for_detection(category.coverage_key, now):
         return _gateway_route(category, function, None, config, env, credentials)
     fallback = category.fallback.get(function)
     local = category.vendor(fallback) if fallback else None
