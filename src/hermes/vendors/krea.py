@@ -17,6 +17,7 @@ or still answered 429 after the retries, the :class:`~hermes.vendors.base.Vendor
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import Mapping
@@ -66,6 +67,21 @@ class KreaJob:
         return self.finished and self.status not in ("failed", "cancelled") and bool(self.urls)
 
 
+#: codes a Tool Gateway answers when the Krea vendor was never asked: no job can exist (GW-11 fallback)
+_NOT_STARTED_CODES = frozenset({"vendor_unreachable", "relay_not_available", "backend_not_configured"})
+
+
+def _gateway_says_not_started(status: int, body: bytes) -> bool:
+    """A gateway refusal (404/502/503 with one of :data:`_NOT_STARTED_CODES`) that proves no job started."""
+    if status not in (404, 502, 503):
+        return False
+    try:
+        answer = json.loads(body[:4096])
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(answer, dict) and answer.get("code") in _NOT_STARTED_CODES
+
+
 class KreaClient:
     """Generate images with Krea 2 at ``origin`` with ``auth`` (``Auth.bearer(token)``)."""
 
@@ -95,7 +111,7 @@ class KreaClient:
         response = await send(self.http, "POST", url, vendor=VENDOR, auth=self.auth, allow=self.allow_url,
                               retry=self.retry, timeout=self.timeout, headers=self._headers(idempotency_key()),
                               json_body=dict(body))
-        if response.status == 429:
+        if response.status == 429 or _gateway_says_not_started(response.status, response.body):
             error = _http_error(response.status, response.body, response.retry_after)
             error.before_start = True
             raise error

@@ -7,6 +7,9 @@
 * ``GET /jobs/{id}`` → ``processing`` on the first poll, then ``completed`` with ``result.urls``
   (``fail_jobs=True``: ``failed`` with ``result.error`` — the job started, so no fallback may happen);
 * ``GET /files/<name>`` → a real PNG.
+
+``error_text`` (when set) replaces the message of scripted failures and failed jobs, e.g. to check that a
+gateway scrubs its operator key from what the vendor says.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class FakeKrea(Recorder):
         self.key = key
         self.always_status: int | None = None
         self.fail_jobs = False
+        self.error_text: str | None = None
         self.image = tiny_png(4, 4, (30, 200, 30))
         self.jobs: dict[str, dict[str, Any]] = {}
         self.app = Starlette(routes=[
@@ -46,7 +50,8 @@ class FakeKrea(Recorder):
             return JSONResponse({"error": "Unauthorized"}, 401)
         status = self.always_status or self.take_failure()
         if status is not None:
-            return JSONResponse({"error": f"scripted failure {status}"}, status, {"retry-after": "0"})
+            return JSONResponse({"error": self.error_text or f"scripted failure {status}"}, status,
+                                {"retry-after": "0"})
         variant = request.path_params["variant"]
         if variant not in VARIANTS:
             return JSONResponse({"error": "unknown model"}, 404)
@@ -67,7 +72,7 @@ class FakeKrea(Recorder):
             return JSONResponse({"job_id": job_id, "status": "processing", "completed_at": None})
         if self.fail_jobs:
             return JSONResponse({"job_id": job_id, "status": "failed", "completed_at": "2025-01-01T00:00:00Z",
-                                 "result": {"error": "scripted job failure"}})
+                                 "result": {"error": self.error_text or "scripted job failure"}})
         return JSONResponse({"job_id": job_id, "status": "completed", "completed_at": "2025-01-01T00:00:00Z",
                              "result": {"urls": [f"{base_of(request)}/files/{job_id}.png"]}})
 

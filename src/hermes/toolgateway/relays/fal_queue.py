@@ -12,9 +12,10 @@ The upstream client (fal-client over ``_ManagedFalSyncClient``, ``Authorization:
 The client follows the three URLs verbatim with the same credentials, so the relay **rewrites** them to
 its own origin (``fal-queue-gateway.<domain>`` or the pinned ``…/relay/fal-queue`` prefix), as
 ``{origin}/{model-path}/requests/{request_id}[/status|/cancel]``; the vendor's own URLs are kept
-server side, with the user that submitted the request. Polling a request another user submitted (or one
-this process does not know) answers 404. Status replies always carry the keys the client requires
-(``queue_position`` for ``IN_QUEUE``, ``logs`` otherwise; ``null`` when the vendor left them out).
+server side, with the user that submitted the request (a :class:`~hermes.toolgateway.jobs.JobTable`).
+Polling a request another user submitted (or one this process does not know) answers 404. Status
+replies always carry the keys the client requires (``queue_position`` for ``IN_QUEUE``, ``logs``
+otherwise; ``null`` when the vendor left them out).
 
 Backend (``[relays.fal-queue]``): ``vendor`` forwards to a FAL-compatible queue at ``url`` with the
 operator's ``api_key`` (``Authorization: Key …``); the vendor URLs are only followed when they are on
@@ -28,8 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.datastructures import Headers
 
 from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
 
@@ -48,21 +48,25 @@ _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 MAX_SEGMENTS = 8
 MAX_IMAGES = 8
-MAX_JOBS = 100_000
-JOB_TTL = 24 * 3600.0
 STATUSES = frozenset({"IN_QUEUE", "IN_PROGRESS", "COMPLETED"})
 
 
 @dataclass(frozen=True)
 class Job:
-    """A submitted request: who submitted it, and the vendor's own URLs for it."""
+    """A submitted request: its model path and the vendor's own URLs for it (the owner is the table's)."""
 
-    user_id: int
     model: str
     status_url: str
     response_url: str
     cancel_url: str
-    created: float
+
+    def to_data(self) -> dict[str, str]:
+        return {"model": self.model, "status_url": self.status_url, "response_url": self.response_url,
+                "cancel_url": self.cancel_url}
+
+    @classmethod
+    def from_data(cls, data: dict[str, str]) -> Job:
+        return cls(data["model"], data["status_url"], data["response_url"], data["cancel_url"])
 
 
 def model_path(path: str) -> str:
@@ -100,7 +104,7 @@ class FalQueueRelay(Relay):
     token_sources = ("key", "bearer")
 
     def __init__(self, gateway: Gateway) -> None:
-        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self.jobs = JobTable(self.label)
         super().__init__(gateway)
 
     def operations(self) -> Sequence[Operation]:
@@ -157,18 +161,12 @@ class FalQueueRelay(Relay):
             raise GatewayHTTPError(502, "vendor_bad_response", f"fal answered without a usable {key}")
         return url
 
-    def _remember(self, request_id: str, job: Job) -> None:
-        now = time.monotonic()
-        while self._jobs and (len(self._jobs) >= MAX_JOBS
-                              or now - next(iter(self._jobs.values())).created > JOB_TTL):
-            self._jobs.popitem(last=False)
-        self._jobs[request_id] = job
-
-    def _job(self, call: RelayCall) -> tuple[str, Job]:
+    async def _job(self, call: RelayCall) -> tuple[str, Job]:
         model, _, tail = call.path.strip("/").partition("/requests/")
         request_id = tail.partition("/")[0]
-        job = self._jobs.get(request_id)
-        if job is None or job.user_id != call.principal.user.id or job.model != model:
+        data = await self.jobs.get(request_id, call.principal.user.uid)
+        job = Job.from_data(data) if data is not None else None
+        if job is None or job.model != model:
             raise GatewayHTTPError(404, "unknown_request", f"no FAL request {request_id} for this token")
         return request_id, job
 
@@ -197,9 +195,10 @@ class FalQueueRelay(Relay):
         request_id = data.get("request_id")
         if not isinstance(request_id, str) or not _REQUEST_ID.match(request_id):
             raise GatewayHTTPError(502, "vendor_bad_response", "fal answered without a request_id")
-        job = Job(call.principal.user.id, model, self._vendor_url(data, "status_url"),
-                  self._vendor_url(data, "response_url"), self._vendor_url(data, "cancel_url"), time.monotonic())
-        self._remember(request_id, job)
+        job = Job(model, self._vendor_url(data, "status_url"), self._vendor_url(data, "response_url"),
+                  self._vendor_url(data, "cancel_url"))
+        if not await self.jobs.remember(request_id, call.principal.user.uid, job.to_data()):
+            raise GatewayHTTPError(502, "vendor_bad_response", "fal answered with a request id already in use")
         reply: dict[str, Any] = {"request_id": request_id, **self._ours(call, model, request_id)}
         if isinstance(data.get("queue_position"), int):
             reply["queue_position"] = data["queue_position"]
@@ -207,7 +206,7 @@ class FalQueueRelay(Relay):
 
     async def status(self, call: RelayCall) -> RelayResult:
         self._require_backend()
-        request_id, job = self._job(call)
+        request_id, job = await self._job(call)
         logs = parse_qs(call.query).get("logs", ["false"])[-1]
         data = await self._call(call, "GET", job.status_url, params={"logs": "true" if logs in ("1", "true") else
                                                                      "false"})
@@ -225,12 +224,12 @@ class FalQueueRelay(Relay):
 
     async def result(self, call: RelayCall) -> RelayResult:
         self._require_backend()
-        _request_id, job = self._job(call)
+        _request_id, job = await self._job(call)
         return RelayResult.of_json(await self._call(call, "GET", job.response_url))
 
     async def cancel(self, call: RelayCall) -> RelayResult:
         self._require_backend()
-        _request_id, job = self._job(call)
+        _request_id, job = await self._job(call)
         return RelayResult.of_json(await self._call(call, "PUT", job.cancel_url))
 
 
