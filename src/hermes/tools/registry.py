@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hermes.errors import HermesError, ToolError
 from hermes.redact import redact, secret_values
@@ -71,6 +71,16 @@ class ToolEntry:
         return {"type": "function", "function": self.schema}
 
 
+class ConnectorHook(Protocol):
+    """How tools registered with ``connector=APP`` look and run (:mod:`hermes.tools.connectors` installs one):
+    ``schema`` is what the model sees (``connector_alias``), ``bind`` checks a call and returns the entry
+    and arguments to run it with."""
+
+    def schema(self, entry: ToolEntry) -> dict[str, Any]: ...
+
+    def bind(self, entry: ToolEntry, args: dict[str, Any]) -> tuple[ToolEntry, dict[str, Any]]: ...
+
+
 def _normalise_schema(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(schema, dict):
         raise TypeError(f"schema for tool {name!r} must be a dict")
@@ -101,6 +111,8 @@ class ToolRegistry:
         self.result_budget = 50_000
         self.spill_dir: Path | None = None
         self.env_lookup: Callable[[str], str | None] | None = None
+        #: adapts the tools of connectors (``register(..., connector="gmail")``); None: shown as registered
+        self.connector_hook: ConnectorHook | None = None
 
     # -- registration ----------------------------------------------------------------------------
     def register(
@@ -219,7 +231,8 @@ class ToolRegistry:
         for name in names:
             entry = self._tools.get(name)
             if entry is not None and self.is_available(name):
-                out.append(entry.definition())
+                hook = self.connector_hook if entry.options.get("connector") else None
+                out.append({"type": "function", "function": hook.schema(entry)} if hook else entry.definition())
         return out
 
     # -- dispatch -------------------------------------------------------------------------------
@@ -235,6 +248,8 @@ class ToolRegistry:
             )
         try:
             parsed = parse_arguments(args)
+            if self.connector_hook is not None and entry.options.get("connector"):
+                entry, parsed = self.connector_hook.bind(entry, parsed)
             validate_arguments(parsed, entry.schema["parameters"])
             ok, reason = self.availability(name)
             if not ok:

@@ -1,0 +1,110 @@
+"""``connector_accounts`` (toolset ``connections``): the agent lists connector accounts and names them.
+
+New accounts arrive without a name. The agent picks one from the conversation (asking when unsure),
+names the account, and tells the person so with the sentence the result carries, e.g.
+``Hermes named this Gmail account work. Rename it anytime.`` (GW-12). Renaming works the same way
+when the portal supports it (else ``This Nous Portal cannot rename connector accounts yet.``).
+There is deliberately no way to delete an account here: only the person can, with
+``hermes connectors remove APP NAME``.
+
+The tool is offered only when the login carries the ``managed_tools`` entitlement (checked offline).
+Importing this module also installs the registry hook of :mod:`.hook` on the process-wide registry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hermes.connectors.naming import NAME_PATTERN, NAME_RULE
+from hermes.tools.connectors.hook import ConnectorDirectory, install
+from hermes.tools.registry import registry
+
+#: The accounts the process-wide registry's connector tools are checked against.
+DIRECTORY = ConnectorDirectory()
+install(registry, DIRECTORY)
+
+CONNECTOR_ACCOUNTS_SCHEMA: dict[str, Any] = {
+    "name": "connector_accounts",
+    "description": (
+        "List the person's connector accounts (hosted apps such as Gmail reached through the Nous Tool Gateway) "
+        "or give one a name. New accounts have no name: choose a short one from the conversation (e.g. work, "
+        "home) — ask with clarify when unsure — call action=name, then tell the person the 'announcement' "
+        f"from the result word for word. Names: {NAME_RULE}. Renaming works the same way. This tool cannot "
+        "delete accounts; only the person can (hermes connectors remove APP NAME)."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["list", "name"],
+                       "description": "list: show accounts; name: name or rename one account."},
+            "app": {"type": "string", "minLength": 1, "maxLength": 64,
+                    "description": "Connector id, e.g. gmail. Optional for list; required for name."},
+            "account": {"type": "string", "minLength": 1, "maxLength": 200,
+                        "description": "For name: the account's current name, its display name if unnamed, "
+                                       "or its id."},
+            "name": {"type": "string", "minLength": 1, "maxLength": 32, "pattern": NAME_PATTERN,
+                     "description": "For name: the new name."},
+        },
+        "required": ["action"],
+        "additionalProperties": False,
+    },
+}
+
+
+def connector_accounts_available() -> bool:
+    """Offline: only for logins whose claims grant managed connectors (``managed_tools``)."""
+    from hermes.errors import HermesError
+
+    try:
+        from hermes.config.settings import Settings
+        from hermes.routing import load_credentials
+
+        settings = Settings.load()
+        return load_credentials(settings.paths.auth, settings.env.as_dict()).managed_tools
+    except HermesError:
+        return False
+
+
+def connector_accounts(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    """Handler: ``list`` or ``name`` (see the module docstring)."""
+    from hermes.config.settings import Settings
+    from hermes.connectors.accounts import find_account
+    from hermes.connectors.client import ConnectorClient
+    from hermes.connectors.naming import announcement
+    from hermes.errors import ToolArgumentError, ToolError
+    from hermes.tools.context import session_of
+
+    session = session_of(kw)
+    settings = session.settings if session is not None and session.settings is not None else Settings.load()
+    app = args.get("app")
+    with ConnectorClient.from_settings(settings) as client:
+        if args["action"] == "list":
+            listing = client.list(app)
+            active = [a for a in listing.accounts if a.active]
+            return {"accounts": [{"app": a.app, "name": a.name, "display_name": a.display_name, "id": a.id}
+                                 for a in active],
+                    "retired": len(listing.accounts) - len(active), "can_rename": listing.can_rename}
+        missing = [k for k in ("app", "account", "name") if not args.get(k)]
+        if missing:
+            raise ToolArgumentError(f"action=name needs {', '.join(missing)}")
+        listing = client.list(app)
+        target = find_account(listing.accounts, str(app), str(args["account"]))
+        if not target.active:
+            raise ToolError(f"the {target.app_title} account {target.label} is retired and cannot be renamed")
+        previous = target.name
+        named = client.rename(target, str(args["name"]), capabilities=listing.capabilities)
+    DIRECTORY.invalidate()
+    if previous is None:
+        return {"named": named.as_json(), "announcement": announcement(named.app_title, str(named.name))}
+    return {"renamed": named.as_json(), "previous_name": previous,
+            "message": f"Renamed the {named.app_title} account {previous} to {named.name}."}
+
+
+registry.register(
+    name="connector_accounts",
+    toolset="connections",
+    schema=CONNECTOR_ACCOUNTS_SCHEMA,
+    handler=connector_accounts,
+    check_fn=connector_accounts_available,
+    requires_env=[],
+)
