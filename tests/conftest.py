@@ -40,3 +40,32 @@ def model_server() -> Iterator[ServerFactory]:
     yield make
     for server in reversed(started):
         server.stop()
+
+
+# -- PostgreSQL and Redis for the gateway's multi-host tests (helpers: tests/pg_redis.py) -----------------
+# Session-scoped: one throw-away PostgreSQL cluster and one redis-server for the whole run, stopped at the
+# end. Missing programs skip the tests that use them (fail instead when the CI variable is set).
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A :class:`pg_redis.PostgresServer`; ``postgres_server.database()`` gives a fresh database URL."""
+    from pg_redis import PostgresServer
+
+    server = PostgresServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Any]:
+    """A :class:`pg_redis.RedisServer` (``redis_server.url`` carries its password)."""
+    from pg_redis import RedisServer
+
+    server = RedisServer()
+    try:
+        yield server
+    finally:
+        server.close()

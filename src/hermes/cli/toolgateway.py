@@ -1,8 +1,10 @@
 """``hermes toolgateway``: run and administer a self-hosted Tool Gateway (issue 7, docs/gateway/server.md).
 
 ``serve`` runs the server; ``users``, ``tokens``, ``device`` and ``admin-token`` manage accounts in the
-gateway database directly (the same SQLite file a running server uses, so changes — a revoked token,
-a disabled user — apply to the server's next request). Every command takes ``--config FILE``.
+gateway database directly (the same SQLite file — or PostgreSQL database, ``--database-url`` — a running
+server uses, so changes — a revoked token, a disabled user — apply to the server's next request). Every
+command takes ``--config FILE``, ``--database-url`` and ``--redis-url``. ``connectors add|list`` records
+users' connector accounts (:mod:`hermes.cli.gateway_connectors`, docs/gateway/connectors.md).
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ if TYPE_CHECKING:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="gateway config file (.toml or .yaml)")
     parser.add_argument("--db", metavar="PATH", help="gateway database (default HERMES_HOME/toolgateway/gateway.db)")
+    parser.add_argument("--database-url", metavar="URL",
+                        help="PostgreSQL instead of the SQLite file, shared by several gateway processes "
+                             "(postgresql://user:pass@host/db; env HERMES_GATEWAY_DATABASE_URL keeps it out of ps)")
+    parser.add_argument("--redis-url", metavar="URL",
+                        help="share the rate-limit buckets through Redis (redis://…; env HERMES_GATEWAY_REDIS_URL)")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -85,6 +92,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("admin-token", help="print the admin token (for /api/admin/* and operator approval)")
     _common(sp)
 
+    from hermes.cli.gateway_connectors import configure as configure_connectors
+
+    configure_connectors(sub, _common)
+
 
 def _config(args: argparse.Namespace, **extra: Any) -> GatewayConfig:
     from pathlib import Path
@@ -92,6 +103,8 @@ def _config(args: argparse.Namespace, **extra: Any) -> GatewayConfig:
     from hermes.toolgateway.config import load_config
 
     overrides: dict[str, Any] = {"database": getattr(args, "db", None), **extra}
+    for key in ("database_url", "redis_url"):  # --database-url, --redis-url
+        overrides.setdefault(key, getattr(args, key, None))
     return load_config(Path(args.config).expanduser() if args.config else None, overrides=overrides)
 
 
@@ -205,6 +218,10 @@ def run(args: argparse.Namespace) -> int:
             return _users(gw, args)
         if args.gw_command == "tokens":
             return _tokens(gw, args)
+        if args.gw_command == "connectors":
+            from hermes.cli.gateway_connectors import run as run_connectors
+
+            return run_connectors(gw, args)
         if args.gw_command == "device":
             user = gw.accounts.get_user(args.name)
             if not gw.oauth.decide(args.user_code, user, True):

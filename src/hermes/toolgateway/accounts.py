@@ -26,6 +26,8 @@ from typing import Any
 from hermes.errors import HermesError
 from hermes.toolgateway import jwt
 from hermes.toolgateway.config import CATEGORIES, GatewayConfig, PlanConfig
+from hermes.toolgateway.storage.base import Database
+from hermes.toolgateway.storage.sqlite import as_database
 
 PLANS = ("paid", "free", "none")
 #: Scopes a client may ask for; ``tool:invoke`` is always granted (the relays require it).
@@ -51,7 +53,8 @@ class User:
     created: float
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> User:
+    def from_row(cls, row: Any) -> User:
+        """From a ``users`` row (``sqlite3.Row`` or the PostgreSQL row: both by column name)."""
         return cls(row["id"], row["uid"], row["name"], row["plan"], row["plan_expires"], bool(row["disabled"]),
                    row["created"])
 
@@ -94,11 +97,11 @@ def grant_scope(requested: str | None) -> str:
 
 
 class Accounts:
-    """User and token operations on one gateway database connection."""
+    """User and token operations on the gateway database (SQLite or PostgreSQL)."""
 
-    def __init__(self, conn: sqlite3.Connection, config: GatewayConfig, secret: bytes,
+    def __init__(self, conn: Database | sqlite3.Connection, config: GatewayConfig, secret: bytes,
                  clock: Callable[[], float] = time.time) -> None:
-        self.conn = conn
+        self.conn = as_database(conn)
         self.config = config
         self.secret = secret
         self.clock = clock
@@ -118,7 +121,7 @@ class Accounts:
                 "INSERT INTO users (uid, name, plan, plan_expires, created) VALUES (?, ?, ?, ?, ?)",
                 ("usr_" + secrets.token_hex(8), name, plan, plan_expires, self.clock()),
             )
-        except sqlite3.IntegrityError as exc:
+        except self.conn.integrity_error as exc:
             raise AccountError(f"a user named {name!r} already exists") from exc
         return self.get_user(name)
 
@@ -204,17 +207,12 @@ class Accounts:
 
     def revoke_family(self, family: str, now: float) -> list[str]:
         """End a login: its refresh tokens and every access token issued from it."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.conn.transaction():
             self.conn.execute("UPDATE token_families SET revoked = COALESCE(revoked, ?) WHERE family = ?",
                               (now, family))
             self.conn.execute("UPDATE access_tokens SET revoked = COALESCE(revoked, ?) WHERE family = ?",
                               (now, family))
-            ids = [r[0] for r in self.conn.execute("SELECT jti FROM access_tokens WHERE family = ?", (family,))]
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+            ids = [r["jti"] for r in self.conn.execute("SELECT jti FROM access_tokens WHERE family = ?", (family,))]
         return ids
 
     def list_tokens(self, name: str | None = None) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
 """The gateway's own JSON endpoints: health, readiness, OpenAPI, and the usage views (SPEC GW-15).
 
-* ``GET /healthz`` — the process answers; ``GET /readyz`` — the database answers (503 otherwise) and
-  which relays and backends are configured;
+* ``GET /healthz`` — the process answers; ``GET /readyz`` — the database (and Redis, when configured)
+  answers (503 otherwise) and which relays and backends are configured;
 * ``GET /openapi.json`` — the schema of the portal, usage, admin and relay endpoints;
 * ``GET /api/usage`` — the caller's own usage (gateway token): per category, backend and operation
   (calls, successes, units, cost, mean latency), per day, and this month's allowances. There is no
@@ -73,8 +73,9 @@ def routes(gw: Gateway) -> list[Route]:
         return json_response({"status": "ok"})
 
     async def readyz(request: Request) -> Response:
-        if not gw.ready():
-            return json_response({"status": "unavailable", "error": "the database does not answer"}, 503)
+        problem = gw.unready_reason()
+        if problem is not None:
+            return json_response({"status": "unavailable", "error": problem}, 503)
         return json_response({"status": "ready", "relays": [r.describe() for r in gw.relays.values()]})
 
     async def openapi(request: Request) -> Response:

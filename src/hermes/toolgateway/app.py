@@ -9,9 +9,11 @@
     every host                                /healthz, /readyz           → health (never a relay path)
     bare host                                 /openapi.json               → the schema
 
-A client pins a relay with ``FIRECRAWL_GATEWAY_URL=http://127.0.0.1:8787/relay/firecrawl``: the
-upstream client (and firecrawl-py, which builds ``f"{api_url}{endpoint}"``) appends vendor paths
-directly to the pinned URL, so a path prefix works as an origin. Absolute URLs a relay hands out
+A client pins a relay with ``FAL_QUEUE_GATEWAY_URL=http://127.0.0.1:8787/relay/fal-queue``: the
+upstream client (fal-client, the openai SDK) appends vendor paths directly to the pinned URL, so a
+path prefix works as an origin. firecrawl-py 4.x does not: it resolves ``/v2/search`` against the
+origin's root (``urljoin``), dropping any prefix, so Firecrawl's ``/v2/…`` paths on the bare host go
+to the firecrawl relay and its pin is the bare origin (docs/gateway/compat.md). Absolute URLs a relay hands out
 (queue status URLs, later) are built from the request's own scheme, ``Host`` and prefix.
 A label without a relay yet answers 404 ``relay_not_available``.
 """
@@ -30,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hermes.toolgateway import api, portal
+from hermes.toolgateway import api, dashboard, portal
 from hermes.toolgateway.accesslog import AccessLogMiddleware, LogSink
 from hermes.toolgateway.config import GatewayConfig
 from hermes.toolgateway.errors import GatewayHTTPError, json_response
@@ -67,7 +69,7 @@ class RelayRouter:
         self.domain = gateway.config.domain
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
@@ -92,14 +94,23 @@ class RelayRouter:
             if host_label is not None:
                 await self._relay(host_label, scope, receive, send)
                 return
+            if path.startswith("/v2/"):  # firecrawl-py drops a pinned prefix (see above)
+                await self._relay("firecrawl", scope, receive, send)
+                return
         await self.app(scope, receive, send)
 
     async def _relay(self, label: str, scope: Scope, receive: Receive, send: Send) -> None:
         relay = self.gateway.relays.get(label)
-        if relay is not None:
+        websocket = getattr(relay, "websocket", None) if scope["type"] == "websocket" else None
+        if websocket is not None:  # relays that take WebSockets (browser-use's CDP proxy) have a websocket()
+            await websocket(scope, receive, send)
+            return
+        if relay is not None and scope["type"] == "http":
             await relay(scope, receive, send)
             return
-        if label in KNOWN_LABELS:
+        if relay is not None:
+            error = GatewayHTTPError(404, "not_found", f"the {label} relay takes no WebSocket connections")
+        elif label in KNOWN_LABELS:
             error = GatewayHTTPError(404, "relay_not_available", f"this gateway does not offer the {label} relay yet")
         else:
             error = GatewayHTTPError(404, "unknown_relay", f"there is no relay named {label!r}")
@@ -132,7 +143,7 @@ def create_app(config: GatewayConfig, *, gateway: Gateway | None = None) -> Star
             sink.close()
 
     app = Starlette(
-        routes=[*api.routes(gw), *portal.routes(gw)],
+        routes=[*api.routes(gw), *portal.routes(gw), *dashboard.routes(gw)],
         middleware=[Middleware(AccessLogMiddleware, sink=sink),
                     Middleware(RelayRouter, gateway=gw)],
         exception_handlers={GatewayHTTPError: _gateway_error, HTTPException: _http_error},

@@ -19,9 +19,16 @@ from typing import Any
 
 from hermes.config.paths import hermes_home
 from hermes.errors import ConfigError
+from hermes.toolgateway.browser_config import BrowserUseConfig, browser_use_config
+from hermes.toolgateway.configread import TableReader, read_file
+from hermes.toolgateway.sandbox_config import SandboxConfig, sandbox_config
+from hermes.toolgateway.storage.urls import service_urls
+from hermes.toolgateway.uploads import UploadsConfig, uploads_config
 
 #: Coverage categories, as the client reads them from ``tool_access.coverage``.
 CATEGORIES: tuple[str, ...] = ("firecrawl", "fal", "fal-video", "openai-audio", "browser-use", "modal")
+#: Metered categories that are not coverage keys (paid plans only; a monthly cap may still be set).
+METERED_ONLY: tuple[str, ...] = ("krea", "nous-images")
 
 DEFAULT_PORT = 8787
 DEFAULT_DOMAIN = "localhost"
@@ -89,6 +96,7 @@ VENDOR_RELAYS: dict[str, tuple[str, str]] = {
     "openai-audio": ("https://api.openai.com", "OPENAI_API_KEY"),
     "fal-queue": ("https://queue.fal.run", "FAL_KEY"),
     "krea": ("https://api.krea.ai", "KREA_API_KEY"),
+    "tool": ("https://api.openai.com", "OPENAI_API_KEY"),  # the shared origin's image API (uploads: .uploads)
 }
 VENDOR_BACKENDS = ("vendor", "off")
 
@@ -122,6 +130,8 @@ class GatewayConfig:
     domain: str = DEFAULT_DOMAIN
     public_url: str | None = None
     database: Path | None = None
+    database_url: str | None = field(default=None, repr=False)  # PostgreSQL for several hosts (storage/)
+    redis_url: str | None = field(default=None, repr=False)  # rate-limit buckets shared by every process
     admin_token: str | None = field(default=None, repr=False)
     access_log: str = "-"
     access_token_ttl: int = 3600
@@ -137,6 +147,11 @@ class GatewayConfig:
     openai_audio: VendorRelayConfig = VendorRelayConfig(max_request_bytes=25 * 1024 * 1024)
     fal_queue: VendorRelayConfig = VendorRelayConfig()
     krea: VendorRelayConfig = VendorRelayConfig()
+    tool: VendorRelayConfig = VendorRelayConfig()
+    uploads: UploadsConfig = field(default_factory=UploadsConfig)
+    browser_use: BrowserUseConfig = field(default_factory=BrowserUseConfig)
+    modal: SandboxConfig = field(default_factory=SandboxConfig)  # [relays.modal]: the sandbox engine
+    connector_rename: bool = True  # [connectors] rename: users may (re)name connector accounts
 
     @property
     def state_dir(self) -> Path:
@@ -172,76 +187,7 @@ class GatewayConfig:
         return 0.0
 
 
-# -- reading --------------------------------------------------------------------------------------
-class _Reader:
-    """Typed access to one table of the file, with errors that name the dotted key."""
-
-    def __init__(self, data: Mapping[str, Any], prefix: str = "") -> None:
-        self.data = data
-        self.prefix = prefix
-
-    def _name(self, key: str) -> str:
-        return f"{self.prefix}{key}"
-
-    def table(self, key: str) -> _Reader:
-        value = self.data.get(key, {})
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"gateway config: {self._name(key)} must be a table")
-        return _Reader(value, f"{self._name(key)}.")
-
-    def text(self, key: str, default: str | None = None) -> str | None:
-        value = self.data.get(key, default)
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(f"gateway config: {self._name(key)} must be a string")
-        return value
-
-    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
-        value = self.text(key, default) or default
-        if value not in choices:
-            raise ConfigError(f"gateway config: {self._name(key)} must be one of {', '.join(choices)}, not {value!r}")
-        return value
-
-    def number(self, key: str, default: float, *, minimum: float = 0.0) -> float:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-            raise ConfigError(f"gateway config: {self._name(key)} must be a number >= {minimum:g}")
-        return float(value)
-
-    def integer(self, key: str, default: int, *, minimum: int = 0) -> int:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigError(f"gateway config: {self._name(key)} must be an integer >= {minimum}")
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.data.get(key, default)
-        if not isinstance(value, bool):
-            raise ConfigError(f"gateway config: {self._name(key)} must be true or false")
-        return value
-
-
-def _read_file(path: Path) -> Mapping[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the gateway config {path}: {exc}") from exc
-    try:
-        if path.suffix.lower() == ".toml":
-            import tomllib
-
-            data: Any = tomllib.loads(text)
-        else:
-            from ruamel.yaml import YAML
-
-            data = YAML(typ="safe").load(text) or {}
-    except Exception as exc:  # tomllib and ruamel raise their own error types
-        raise ConfigError(f"the gateway config {path} is not valid: {exc}") from exc
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"the gateway config {path} must be a table of keys")
-    return data
-
-
-def _plans(reader: _Reader) -> dict[str, PlanConfig]:
+def _plans(reader: TableReader) -> dict[str, PlanConfig]:
     plans = default_plans()
     for name, base in list(plans.items()):
         table = reader.table(name)
@@ -256,7 +202,8 @@ def _plans(reader: _Reader) -> dict[str, PlanConfig]:
             raise ConfigError(f"gateway config: plans.{name}.monthly must be a table of category = units")
         monthly: dict[str, int] = {}
         for cat, units in monthly_raw.items():
-            if cat not in CATEGORIES or isinstance(units, bool) or not isinstance(units, int) or units < 0:
+            known = cat in CATEGORIES or cat in METERED_ONLY
+            if not known or isinstance(units, bool) or not isinstance(units, int) or units < 0:
                 raise ConfigError(f"gateway config: plans.{name}.monthly.{cat} must be a known category = units >= 0")
             monthly[str(cat)] = units
         plans[name] = replace(base, coverage=frozenset(coverage), monthly=monthly,
@@ -264,7 +211,7 @@ def _plans(reader: _Reader) -> dict[str, PlanConfig]:
     return plans
 
 
-def _firecrawl(reader: _Reader, env: Mapping[str, str]) -> FirecrawlRelayConfig:
+def _firecrawl(reader: TableReader, env: Mapping[str, str]) -> FirecrawlRelayConfig:
     key_env = reader.text("firecrawl_api_key_env", "FIRECRAWL_API_KEY") or "FIRECRAWL_API_KEY"
     api_key = reader.text("firecrawl_api_key") or env.get(key_env) or None
     searxng_url = reader.text("searxng_url") or env.get("SEARXNG_URL") or None
@@ -285,7 +232,7 @@ def _firecrawl(reader: _Reader, env: Mapping[str, str]) -> FirecrawlRelayConfig:
     )
 
 
-def _vendor_relay(label: str, reader: _Reader, env: Mapping[str, str]) -> VendorRelayConfig:
+def _vendor_relay(label: str, reader: TableReader, env: Mapping[str, str]) -> VendorRelayConfig:
     default_url, default_env = VENDOR_RELAYS[label]
     key_env = reader.text("api_key_env", default_env) or default_env
     api_key = reader.text("api_key") or env.get(key_env) or None
@@ -311,18 +258,18 @@ def load_config(
 ) -> GatewayConfig:
     """Read ``path`` (optional) and apply ``overrides``: a flat mapping of top-level keys, plus
     ``relays.<label>.*`` keys given as ``<label>.<key>`` (``firecrawl``, ``openai-audio``, ``fal-queue``,
-    ``krea``; command-line flags and tests).
+    ``krea``, ``tool``, ``browser-use``, ``modal``; command-line flags and tests).
 
     ``env`` defaults to the process environment (vendor keys, ``SEARXNG_URL``,
-    ``HERMES_GATEWAY_ADMIN_TOKEN``); ``home`` to ``HERMES_HOME``.
+    ``HERMES_GATEWAY_ADMIN_TOKEN``, ``HERMES_GATEWAY_DATABASE_URL``/``_REDIS_URL``); ``home`` to ``HERMES_HOME``.
     """
     environ: Mapping[str, str] = os.environ if env is None else env
-    data: dict[str, Any] = dict(_read_file(path)) if path is not None else {}
+    data: dict[str, Any] = dict(read_file(path)) if path is not None else {}
     relays = dict(data.get("relays") or {}) if isinstance(data.get("relays", {}), Mapping) else None
     if relays is None:
         raise ConfigError("gateway config: relays must be a table")
     tables: dict[str, dict[str, Any]] = {}
-    for label in ("firecrawl", *VENDOR_RELAYS):
+    for label in ("firecrawl", "browser-use", "modal", *VENDOR_RELAYS):
         raw = relays.get(label) or {}
         if not isinstance(raw, Mapping):
             raise ConfigError(f"gateway config: relays.{label} must be a table")
@@ -337,7 +284,7 @@ def load_config(
         else:
             data[key] = value
     relays.update(tables)
-    top = _Reader(data)
+    top = TableReader(data)
     admin_env = top.text("admin_token_env", "HERMES_GATEWAY_ADMIN_TOKEN") or "HERMES_GATEWAY_ADMIN_TOKEN"
     database = top.text("database")
     costs_raw = top.table("costs").data
@@ -348,6 +295,9 @@ def load_config(
         costs[str(key)] = float(value)
     lim, rate = top.table("limits"), top.table("rate_limit")
     domain = (top.text("domain", DEFAULT_DOMAIN) or DEFAULT_DOMAIN).lower().strip(".")
+    def relay_table(label: str) -> TableReader:
+        return TableReader(tables[label], f"relays.{label}.")
+
     return GatewayConfig(
         home=(home or hermes_home()).expanduser(),
         host=top.text("host", "127.0.0.1") or "127.0.0.1",
@@ -355,6 +305,7 @@ def load_config(
         domain=domain,
         public_url=top.text("public_url"),
         database=Path(database).expanduser() if database else None,
+        **service_urls(data, overrides or {}, environ),  # database_url, redis_url: flag > environment > file
         admin_token=top.text("admin_token") or environ.get(admin_env) or None,
         access_log=top.text("access_log", "-") or "-",
         access_token_ttl=top.integer("access_token_ttl", 3600, minimum=60),
@@ -372,8 +323,13 @@ def load_config(
             backoff_base=lim.number("backoff_base", 0.25),
         ),
         rate_limit=RateLimit(per_second=rate.number("per_second", 10.0), burst=rate.integer("burst", 20)),
-        firecrawl=_firecrawl(_Reader(fc, "relays.firecrawl."), environ),
-        openai_audio=_vendor_relay("openai-audio", _Reader(tables["openai-audio"], "relays.openai-audio."), environ),
-        fal_queue=_vendor_relay("fal-queue", _Reader(tables["fal-queue"], "relays.fal-queue."), environ),
-        krea=_vendor_relay("krea", _Reader(tables["krea"], "relays.krea."), environ),
+        firecrawl=_firecrawl(TableReader(fc, "relays.firecrawl."), environ),
+        openai_audio=_vendor_relay("openai-audio", relay_table("openai-audio"), environ),
+        fal_queue=_vendor_relay("fal-queue", relay_table("fal-queue"), environ),
+        krea=_vendor_relay("krea", relay_table("krea"), environ),
+        tool=_vendor_relay("tool", relay_table("tool"), environ),
+        uploads=uploads_config(tables["tool"]),
+        browser_use=browser_use_config(tables["browser-use"], environ),
+        modal=sandbox_config(tables["modal"]),
+        connector_rename=top.table("connectors").flag("rename", True),
     )

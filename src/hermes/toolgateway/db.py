@@ -7,6 +7,10 @@ two processes opening the file at once migrate it once). Same connection setting
 transactions). Several gateway processes may share one file; every quota decision is a single
 atomic statement (see :mod:`hermes.toolgateway.metering`).
 
+With ``database_url`` the same schema lives in PostgreSQL instead: **every migration appended here needs
+its twin in** :mod:`hermes.toolgateway.storage.pg_schema` (``tests/test_gateway_scale.py`` compares the
+two schemas table by table). Code reaches either through :mod:`hermes.toolgateway.storage`.
+
 Secrets are never stored: refresh tokens, device codes and login links only as SHA-256 hashes;
 access tokens are signed JWTs of which only the id (``jti``) is kept, for revocation.
 """
@@ -136,8 +140,53 @@ def m002_metering(conn: sqlite3.Connection) -> None:
     ])
 
 
+def m003_connector_accounts(conn: sqlite3.Connection) -> None:
+    """Connector accounts per user and app (``hermes.toolgateway.connector_store``); names unique among active ones."""
+    _run(conn, [
+        """
+        CREATE TABLE connector_accounts (
+            id           TEXT PRIMARY KEY,
+            user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            app          TEXT NOT NULL,
+            name         TEXT,
+            display_name TEXT NOT NULL,
+            status       TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'retired')),
+            created      REAL NOT NULL,
+            retired      REAL,
+            replaced_by  TEXT
+        )
+        """,
+        "CREATE INDEX connector_accounts_user_app ON connector_accounts(user_id, app)",
+        "CREATE UNIQUE INDEX connector_accounts_active_name ON connector_accounts(user_id, app, name) "
+        "WHERE status = 'active'",
+    ])
+
+
+def m004_uploads(conn: sqlite3.Connection) -> None:
+    """Media uploads of the shared origin (``hermes.toolgateway.uploads``): the files live on disk."""
+    _run(conn, [
+        """
+        CREATE TABLE uploads (
+            id           TEXT PRIMARY KEY,
+            user_id      INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+            vendor       TEXT NOT NULL,
+            filename     TEXT NOT NULL,
+            content_type TEXT NOT NULL,
+            ext          TEXT NOT NULL,
+            bytes        INTEGER NOT NULL,
+            sha256       TEXT NOT NULL,
+            key_hash     TEXT NOT NULL,
+            created      REAL NOT NULL,
+            expires      REAL NOT NULL
+        )
+        """,
+        "CREATE INDEX uploads_user ON uploads(user_id, expires)",
+        "CREATE INDEX uploads_expires ON uploads(expires)",
+    ])
+
+
 #: ``MIGRATIONS[i]`` takes the gateway database from ``user_version`` i to i + 1; append only.
-MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering)
+MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering, m003_connector_accounts, m004_uploads)
 
 
 def secret_hash(value: str) -> str:

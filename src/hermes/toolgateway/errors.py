@@ -43,6 +43,17 @@ class GatewayHTTPError(Exception):
         return json_response(self.body(), self.status, self.headers)
 
 
+def json_object(body: bytes) -> dict[str, Any]:
+    """A request body as a JSON object (empty body: ``{}``), or 400 ``invalid_json``."""
+    try:
+        data = json.loads(body or b"{}")
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise GatewayHTTPError(400, "invalid_json", "the request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise GatewayHTTPError(400, "invalid_json", "the request body must be a JSON object")
+    return data
+
+
 def json_response(data: Any, status: int = 200, headers: Mapping[str, str] | None = None) -> Response:
     """A compact JSON response (``application/json``), never cached."""
     body = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")

@@ -4,8 +4,12 @@
 category (``plans.<plan>.monthly``) is a counter row ``(user, category, "YYYY-MM")``; :meth:`Meter.reserve`
 is a single ``INSERT … ON CONFLICT DO UPDATE … WHERE used + n <= limit RETURNING used``. SQLite runs
 one statement at a time under its write lock, so the check and the increment cannot be split — neither
-by coroutines of one process nor by several processes sharing the file. A call that then fails gets
-its units back (:meth:`Meter.refund`): people pay for answers, not for vendor errors.
+by coroutines of one process nor by several processes sharing the file. PostgreSQL runs the same
+statement exactly as well: ``ON CONFLICT DO UPDATE`` locks the counter row and evaluates the ``WHERE``
+against its latest committed value, and a concurrent first insert of the row waits for the other to
+commit and then takes the update path — so gateway processes on several hosts sharing one database
+never grant a unit twice. A call that then fails gets its units back (:meth:`Meter.refund`): people
+pay for answers, not for vendor errors.
 
 **Every relayed call is recorded** (:meth:`Meter.record`): user, token id, category, vendor (backend),
 operation, units, cost, HTTP status and latency. :meth:`Meter.summary` aggregates them per category,
@@ -22,6 +26,9 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from hermes.toolgateway.storage.base import Database
+from hermes.toolgateway.storage.sqlite import as_database
 
 
 def month_period(now: float) -> str:
@@ -58,10 +65,14 @@ class QuotaExceeded(Exception):
 
 
 class Meter:
-    """Quota counters and the usage log on one connection."""
+    """Quota counters and the usage log on one database (a bare ``sqlite3.Connection`` is accepted too)."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, conn: Database | sqlite3.Connection) -> None:
+        self.conn = as_database(conn)
+        dialect = self.conn.dialect
+        self._refund_sql = (f"UPDATE quota_counters SET used = {dialect.greatest}(used - ?, 0) "
+                            "WHERE user_id = ? AND category = ? AND period = ?")
+        self._day = dialect.day("ts")
 
     def reserve(self, user_id: int, category: str, units: int, limit: int | None, now: float) -> Reservation:
         """Take ``units`` from the monthly allowance, atomically; raise :class:`QuotaExceeded` if it cannot.
@@ -74,8 +85,8 @@ class Meter:
         if units <= limit:
             row = self.conn.execute(
                 "INSERT INTO quota_counters (user_id, category, period, used) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (user_id, category, period) DO UPDATE SET used = used + excluded.used "
-                "WHERE used + excluded.used <= ? RETURNING used",
+                "ON CONFLICT (user_id, category, period) DO UPDATE SET used = quota_counters.used + excluded.used "
+                "WHERE quota_counters.used + excluded.used <= ? RETURNING used",
                 (user_id, category, period, units, limit),
             ).fetchone()
             if row is not None:
@@ -87,8 +98,7 @@ class Meter:
         """Give back the units of a call that failed."""
         if reservation.units:
             self.conn.execute(
-                "UPDATE quota_counters SET used = MAX(used - ?, 0) WHERE user_id = ? AND category = ? AND period = ?",
-                (reservation.units, reservation.user_id, reservation.category, reservation.period),
+                self._refund_sql, (reservation.units, reservation.user_id, reservation.category, reservation.period),
             )
 
     def used(self, user_id: int, category: str, period: str) -> int:
@@ -96,7 +106,7 @@ class Meter:
             "SELECT used FROM quota_counters WHERE user_id = ? AND category = ? AND period = ?",
             (user_id, category, period),
         ).fetchone()
-        return int(row[0]) if row else 0
+        return int(row["used"]) if row else 0
 
     def record(self, *, user_id: int, jti: str | None, category: str, vendor: str, operation: str, units: int,
                cost: float, status: int, latency_ms: float, now: float) -> None:
@@ -116,7 +126,8 @@ class Meter:
             params.append(user_id)
         rows = self.conn.execute(
             "SELECT u.name AS user, g.category, g.vendor, g.operation, COUNT(*) AS calls, "
-            "SUM(g.status < 400) AS ok, SUM(g.units) AS units, SUM(g.cost) AS cost, AVG(g.latency_ms) AS latency "
+            "SUM(CASE WHEN g.status < 400 THEN 1 ELSE 0 END) AS ok, SUM(g.units) AS units, SUM(g.cost) AS cost, "
+            "AVG(g.latency_ms) AS latency "
             f"FROM usage g JOIN users u ON u.id = g.user_id {where} "
             "GROUP BY u.name, g.category, g.vendor, g.operation ORDER BY u.name, g.category, g.operation",
             params,
@@ -136,7 +147,7 @@ class Meter:
             where += " AND user_id = ?"
             params.append(user_id)
         rows = self.conn.execute(
-            "SELECT date(ts, 'unixepoch') AS day, category, COUNT(*) AS calls, SUM(units) AS units, "
+            f"SELECT {self._day} AS day, category, COUNT(*) AS calls, SUM(units) AS units, "
             f"SUM(cost) AS cost FROM usage {where} GROUP BY day, category ORDER BY day, category",
             params,
         ).fetchall()

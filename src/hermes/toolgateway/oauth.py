@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,14 +101,14 @@ class OAuth:
                     (secret_hash(device_code), user_code, client_id, grant_scope(scope), now,
                      now + cfg.device_code_ttl, cfg.device_poll_interval),
                 )
-            except sqlite3.IntegrityError:
+            except self.conn.integrity_error:
                 continue
             return DeviceGrant(device_code, user_code, cfg.device_code_ttl, cfg.device_poll_interval)
         raise OAuthError("server_error", "could not allocate a user code", status=500)
 
-    def pending_device(self, user_code: str) -> sqlite3.Row | None:
-        """The still-pending, unexpired device request with this user code."""
-        row: sqlite3.Row | None = self.conn.execute(
+    def pending_device(self, user_code: str) -> Any:
+        """The still-pending, unexpired device request with this user code (a row by column name), or None."""
+        row: Any = self.conn.execute(
             "SELECT * FROM device_codes WHERE user_code = ? AND status = 'pending' AND expires > ?",
             (normalise_user_code(user_code), self.accounts.clock()),
         ).fetchone()
@@ -160,18 +159,12 @@ class OAuth:
     def _new_family(self, user: User, client_id: str, scope: str) -> TokenSet:
         now = self.accounts.clock()
         family = "fam_" + secrets.token_hex(10)
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.conn.transaction():
             self.conn.execute(
                 "INSERT INTO token_families (family, user_id, client_id, scope, created) VALUES (?, ?, ?, ?, ?)",
                 (family, user.id, client_id, scope, now),
             )
-            tokens = self._issue(user, family, client_id, scope, now)
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        return tokens
+            return self._issue(user, family, client_id, scope, now)
 
     def _issue(self, user: User, family: str, client_id: str, scope: str, now: float) -> TokenSet:
         ttl = self.config.access_token_ttl
@@ -207,20 +200,14 @@ class OAuth:
         user = self.accounts.user_by_id(int(row["user_id"]))
         if user.disabled:
             raise OAuthError("invalid_grant", "this account is disabled")
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        tokens: TokenSet | None = None
+        with self.conn.transaction():
             cur = self.conn.execute("UPDATE refresh_tokens SET used = ? WHERE hash = ? AND used IS NULL", (now, key))
-            if cur.rowcount != 1:  # another process rotated it first: that is reuse too
-                self.conn.execute("ROLLBACK")
-                self.accounts.revoke_family(row["family"], now)
-                raise OAuthError("refresh_token_reused", "this refresh token was already used")
-            tokens = self._issue(user, row["family"], row["client_id"], row["scope"], now)
-            self.conn.execute("COMMIT")
-        except OAuthError:
-            raise
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
+            if cur.rowcount == 1:
+                tokens = self._issue(user, row["family"], row["client_id"], row["scope"], now)
+        if tokens is None:  # another process rotated it first (nothing was written here): that is reuse too
+            self.accounts.revoke_family(row["family"], now)
+            raise OAuthError("refresh_token_reused", "this refresh token was already used")
         return tokens
 
     # -- login links ---------------------------------------------------------------------------------

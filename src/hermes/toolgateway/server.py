@@ -19,9 +19,13 @@ from hermes.toolgateway.config import GatewayConfig
 
 def banner(config: GatewayConfig, relays: list[str]) -> str:
     """What ``serve`` prints on start: where the portal and each relay answer."""
+    from hermes.toolgateway.storage.urls import mask_url
+
     base = config.base_url()
     port = f":{config.port}" if config.port not in (80, 443) else ""
-    lines = [f"hermes Tool Gateway on {base}  (database {config.db_path})",
+    where = mask_url(config.database_url) if config.database_url else str(config.db_path)
+    where += f", rate limits in {mask_url(config.redis_url)}" if config.redis_url else ""
+    lines = [f"hermes Tool Gateway on {base}  (database {where})",
              f"  portal:  {base}/device   usage: {base}/api/usage   schema: {base}/openapi.json"]
     for label in relays:
         lines.append(f"  relay {label}: http://{label}-gateway.{config.domain}{port}  or  {base}/relay/{label}")
@@ -37,7 +41,8 @@ def serve(config: GatewayConfig, *, grace: int = 10, out: IO[str] | None = None)
     from hermes.toolgateway.services import Gateway
 
     gateway = Gateway(config)
-    gateway.open()  # fail fast (bad database path, unreadable secret) before binding the port
+    gateway.open()  # fail fast (bad database path or URL, unreadable secret, Redis down) before binding the port
+    gateway.check_services()
     app = create_app(config, gateway=gateway)
     print(banner(config, sorted(build_relays(gateway))), file=out or sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(

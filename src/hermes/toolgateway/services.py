@@ -4,14 +4,16 @@
 lifespan (:meth:`Gateway.start`: database, secrets, the one shared ``httpx.AsyncClient``, the relays);
 the CLI opens only the database part (:meth:`Gateway.open`) to manage users and tokens.
 
-All database work happens on the event loop's thread with one connection: statements are short
+All database work happens on the event loop's thread with one connection — to the SQLite file, or to
+PostgreSQL when ``database_url`` is set (:mod:`hermes.toolgateway.storage`): statements are short
 (indexed lookups, single-row writes), and a quota decision is one atomic statement, so there is
-nothing to gain from a thread pool and a lot of latency to lose.
+nothing to gain from a thread pool and a lot of latency to lose. The rate limiter keeps its buckets in
+this process, or in Redis when ``redis_url`` is set, so that every process behind one address shares
+them.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -20,10 +22,10 @@ from hermes.toolgateway import keys
 from hermes.toolgateway.accounts import Accounts
 from hermes.toolgateway.auth import Authenticator
 from hermes.toolgateway.config import GatewayConfig
-from hermes.toolgateway.db import connect
 from hermes.toolgateway.metering import Meter
 from hermes.toolgateway.oauth import OAuth
-from hermes.toolgateway.ratelimit import RateLimiter
+from hermes.toolgateway.storage import Limiter, open_database, open_limiter
+from hermes.toolgateway.storage.base import Database, StorageUnavailable
 
 if TYPE_CHECKING:
     import httpx
@@ -37,7 +39,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig, *, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.clock = clock
-        self._conn: sqlite3.Connection | None = None
+        self._conn: Database | None = None
         self._accounts: Accounts | None = None
         self._oauth: OAuth | None = None
         self._auth: Authenticator | None = None
@@ -45,7 +47,7 @@ class Gateway:
         self._http: httpx.AsyncClient | None = None
         self.admin_token = ""
         self.relays: dict[str, Relay] = {}
-        self.limiter = RateLimiter(config.rate_limit.per_second, config.rate_limit.burst)
+        self.limiter: Limiter = open_limiter(config)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def open(self) -> Gateway:
@@ -53,12 +55,19 @@ class Gateway:
         if self._conn is None:
             secret = keys.signing_secret(self.config.secret_path)
             self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
-            self._conn = connect(self.config.db_path)
+            self._conn = open_database(self.config)
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
             self._oauth = OAuth(self._accounts)
             self._auth = Authenticator(self._accounts, self.clock)
             self._meter = Meter(self._conn)
         return self
+
+    def check_services(self) -> None:
+        """Raise :class:`StorageUnavailable` (a one-line error naming the masked URL) unless Redis answers,
+        when configured; the database already answered in :meth:`open`. ``serve`` calls it before binding."""
+        ping = getattr(self.limiter, "ping", None)
+        if ping is not None:
+            ping()
 
     async def start(self) -> None:
         """Everything :meth:`open` does, plus the shared HTTP client and the relays."""
@@ -83,6 +92,9 @@ class Gateway:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        close_limiter = getattr(self.limiter, "close", None)
+        if close_limiter is not None:
+            close_limiter()
         self.close_db()
 
     def close_db(self) -> None:
@@ -94,7 +106,8 @@ class Gateway:
 
     # -- parts ---------------------------------------------------------------------------------------
     @property
-    def conn(self) -> sqlite3.Connection:
+    def conn(self) -> Database:
+        """The database: ``conn.execute(sql_with_?_placeholders, params)`` works on SQLite and PostgreSQL."""
         if self._conn is None:
             raise RuntimeError("the gateway is not open")
         return self._conn
@@ -130,9 +143,22 @@ class Gateway:
         return self._http
 
     def ready(self) -> bool:
-        """The database answers a query."""
+        """The database (and Redis, when configured) answers."""
+        return self.unready_reason() is None
+
+    def unready_reason(self) -> str | None:
+        """None when ready; else what does not answer, for ``/readyz`` (no addresses, no secrets)."""
+        db = self._conn
+        if db is None:
+            return "the database is not open"
         try:
-            self.conn.execute("SELECT 1 FROM users LIMIT 1").fetchall()
-        except (sqlite3.Error, RuntimeError):
-            return False
-        return True
+            db.execute("SELECT 1 FROM users LIMIT 1").fetchall()
+        except (StorageUnavailable, db.error):
+            return "the database does not answer"
+        ping = getattr(self.limiter, "ping", None)
+        if ping is not None:
+            try:
+                ping()
+            except StorageUnavailable:
+                return "Redis (the shared rate limiter) does not answer"
+        return None

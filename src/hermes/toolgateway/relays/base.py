@@ -34,7 +34,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from hermes.toolgateway.auth import Principal, extract_token
-from hermes.toolgateway.errors import GatewayHTTPError, json_response, too_many
+from hermes.toolgateway.errors import GatewayHTTPError, json_object, json_response, too_many
 from hermes.toolgateway.metering import QuotaExceeded, Reservation
 
 if TYPE_CHECKING:
@@ -74,12 +74,7 @@ class RelayCall:
 
     def json(self) -> dict[str, Any]:
         """The body as a JSON object, or 400 ``invalid_json``."""
-        try:
-            data = json.loads(self.body or b"{}")
-        except (ValueError, UnicodeDecodeError):
-            raise GatewayHTTPError(400, "invalid_json", "the request body is not valid JSON") from None
-        if not isinstance(data, dict):
-            raise GatewayHTTPError(400, "invalid_json", "the request body must be a JSON object")
+        data = json_object(self.body)
         return data
 
 

@@ -27,7 +27,6 @@ response and cancel are free (0 units, still recorded).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from starlette.datastructures import Headers
 
-from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
@@ -79,12 +78,7 @@ def model_path(path: str) -> str:
 
 def submit_units(body: bytes, headers: Headers) -> int:
     """``num_images`` of the arguments (1 when absent or not a sensible count)."""
-    try:
-        data = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise GatewayHTTPError(400, "invalid_json", "the request body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise GatewayHTTPError(400, "invalid_json", "the request body must be a JSON object")
+    data = json_object(body)
     count = data.get("num_images", 1)
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_IMAGES:
         raise GatewayHTTPError(400, "invalid_request", f"'num_images' must be an integer from 1 to {MAX_IMAGES}")

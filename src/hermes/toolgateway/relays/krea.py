@@ -37,7 +37,6 @@ recorded). Cost keys: ``krea.generate[.krea]``, ``krea.job``.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 import uuid
@@ -46,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
 
-from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
@@ -95,12 +94,7 @@ def _reference(item: Any, index: int) -> dict[str, Any]:
 
 def arguments(body: bytes) -> dict[str, Any]:
     """The submit body as it is forwarded, or 400 (``invalid_json``/``invalid_request``) naming the field."""
-    try:
-        data = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise GatewayHTTPError(400, "invalid_json", "the request body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise GatewayHTTPError(400, "invalid_json", "the request body must be a JSON object")
+    data = json_object(body)
     for name in REFUSED:
         if name in data:
             raise _bad(f"'{name}' is not available through the gateway; use a style reference "

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 from starlette.datastructures import Headers
 
-from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
 
@@ -40,12 +40,7 @@ Part = tuple[str | None, bytes, str]
 
 
 def _speech_body(body: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise GatewayHTTPError(400, "invalid_json", "the request body is not valid JSON") from None
-    if not isinstance(data, dict):
-        raise GatewayHTTPError(400, "invalid_json", "the request body must be a JSON object")
+    data = json_object(body)
     text = data.get("input")
     if not isinstance(text, str) or not text.strip():
         raise GatewayHTTPError(400, "invalid_request", "'input' must be a non-empty string")

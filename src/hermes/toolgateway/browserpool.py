@@ -1,0 +1,330 @@
+"""A pool of local headless Chromium processes: the ``local`` backend of the ``browser-use`` relay.
+
+Every browser session is one Chromium with a fresh directory (profile, downloads, temp files, its log),
+started in its own process group with ``--remote-debugging-port=0``: Chromium listens on loopback
+only, the pool reads the port from the profile's ``DevToolsActivePort`` file and the browser endpoint
+(``/devtools/browser/<id>``) from ``http://127.0.0.1:PORT/json/version``. Clients never see that port;
+they reach the browser through the gateway's WebSocket proxy (:mod:`hermes.toolgateway.cdpproxy`).
+Every connection the browser itself opens goes through the pool's network fence
+(:mod:`hermes.toolgateway.browserfence`), which keeps it off loopback, private networks and the other
+browsers' DevTools ports.
+
+A session ends — its whole process group is killed and its directory removed — when its owner
+releases it, after ``idle_timeout`` seconds without a CDP command from any client, when its lifetime
+runs out, when Chromium exits by itself, or when the gateway stops (:meth:`BrowserPool.aclose`).
+Closing a client's WebSocket does not end the session. Limits: ``max_sessions`` Chromiums at once
+(503 ``browser_pool_full`` beyond) and ``max_sessions_per_user`` per user (429 ``too_many_sessions``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import os
+import secrets
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import urlsplit
+
+from hermes.net.safefetch import FetchPolicy
+from hermes.toolgateway.browser_config import BrowserUseConfig
+from hermes.toolgateway.browserfence import NetworkFence
+from hermes.toolgateway.errors import GatewayHTTPError
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("hermes.toolgateway")
+
+ENDED_KEPT = 1000  # stopped sessions remembered, so a late stop or status answers "stopped" rather than 404
+
+
+def iso(ts: float | None) -> str | None:
+    """``2026-01-31T12:00:00Z`` (UTC), or None."""
+    return None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def chromium_argv(config: BrowserUseConfig, profile: Path, fence_port: int) -> list[str]:
+    """The command line of one session's Chromium (all its traffic through the fence on ``fence_port``)."""
+    argv = [config.chromium, "--headless"]
+    if os.geteuid() == 0:
+        argv.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
+    argv += ["--disable-gpu", "--disable-quic", "--no-first-run", "--no-default-browser-check",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--disable-dev-shm-usage", "--mute-audio", f"--user-data-dir={profile}", "--remote-debugging-port=0",
+             # every connection through the fence; <-loopback>: loopback too (it is bypassed by default)
+             f"--proxy-server=socks5://127.0.0.1:{fence_port}", "--proxy-bypass-list=<-loopback>",
+             "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "about:blank"]
+    return argv
+
+
+@dataclass(eq=False)
+class BrowserSession:
+    """One Chromium and what the gateway knows about it."""
+
+    id: str
+    owner: str
+    jti: str
+    secret: str = field(repr=False)
+    directory: Path
+    process: asyncio.subprocess.Process
+    started_at: float
+    timeout_at: float
+    deadline: float  # time.monotonic() when the lifetime ends
+    port: int = 0
+    browser_path: str = ""
+    cdp_url: str = field(default="", repr=False)
+    last_active: float = field(default_factory=time.monotonic)
+    connections: int = 0
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def downloads(self) -> Path:
+        return self.directory / "downloads"
+
+    @property
+    def upstream_url(self) -> str:
+        """Chromium's own browser endpoint (loopback; never handed to clients)."""
+        return f"ws://127.0.0.1:{self.port}{self.browser_path}"
+
+    def touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    def view(self, status: str = "active", finished_at: float | None = None) -> dict[str, Any]:
+        """The session as the Browser Use API describes one."""
+        return {"id": self.id, "status": status, "cdpUrl": self.cdp_url if status == "active" else None,
+                "liveUrl": None, "startedAt": iso(self.started_at), "timeoutAt": iso(self.timeout_at),
+                "finishedAt": iso(finished_at)}
+
+
+def _stragglers(pgid: int, marker: str) -> list[int]:
+    """Live processes of group ``pgid`` whose command line contains ``marker`` (Linux ``/proc``; else none)."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid and fields[0] != "Z" and \
+                        marker.encode() in Path(entry.path, "cmdline").read_bytes():
+                    found.append(int(entry.name))
+    return found
+
+
+class BrowserPool:
+    """The running sessions of one gateway process."""
+
+    def __init__(self, config: BrowserUseConfig) -> None:
+        self.config = config
+        self.sessions: dict[str, BrowserSession] = {}
+        self._starting: dict[str, int] = {}
+        self._ended: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
+        self._launching: set[BrowserSession] = set()
+        self._reaper: asyncio.Task[None] | None = None
+        self._closed = False
+        self.fence = NetworkFence(FetchPolicy(allow_loopback=config.allow_loopback,
+                                              allow_private=config.allow_private), self.devtools_ports)
+
+    def devtools_ports(self) -> set[int]:
+        """The DevTools ports of every pooled Chromium, running or starting (the fence refuses them)."""
+        return {s.port for s in (*self.sessions.values(), *self._launching) if s.port}
+
+    # -- creating ------------------------------------------------------------------------------------
+    def _reserve(self, owner: str) -> None:
+        mine = sum(1 for s in self.sessions.values() if s.owner == owner) + self._starting.get(owner, 0)
+        if mine >= self.config.max_sessions_per_user:
+            raise GatewayHTTPError(
+                429, "too_many_sessions",
+                f"you already have {mine} browser sessions (at most {self.config.max_sessions_per_user}); "
+                "stop one first", headers={"retry-after": "30"}, extra={"retry_after": 30})
+        if len(self.sessions) + sum(self._starting.values()) >= self.config.max_sessions:
+            raise GatewayHTTPError(503, "browser_pool_full",
+                                   "every browser of this gateway is in use; try again shortly",
+                                   headers={"retry-after": "30"}, extra={"retry_after": 30})
+        self._starting[owner] = self._starting.get(owner, 0) + 1
+
+    def _unreserve(self, owner: str) -> None:
+        left = self._starting.get(owner, 0) - 1
+        if left > 0:
+            self._starting[owner] = left
+        else:
+            self._starting.pop(owner, None)
+
+    async def create(self, owner: str, jti: str, lifetime: float, http: httpx.AsyncClient,
+                     deadline: float) -> BrowserSession:
+        """Start a Chromium for ``owner`` (503/429 when the pool or the owner's share is full)."""
+        if self._closed:
+            raise GatewayHTTPError(503, "browser_unavailable", "the gateway is shutting down")
+        self._reserve(owner)
+        try:
+            session = await self._launch(owner, jti, lifetime, http, deadline)
+        finally:
+            self._unreserve(owner)
+        if self._closed:
+            await self._kill(session)
+            raise GatewayHTTPError(503, "browser_unavailable", "the gateway is shutting down")
+        self.sessions[session.id] = session
+        if self._reaper is None or self._reaper.done():
+            self._reaper = asyncio.create_task(self._reap_loop(), name="browser-pool-reaper")
+        return session
+
+    async def _launch(self, owner: str, jti: str, lifetime: float, http: httpx.AsyncClient,
+                      deadline: float) -> BrowserSession:
+        work = self.config.work_dir
+        if work is not None:
+            work.mkdir(parents=True, exist_ok=True)
+        directory = Path(tempfile.mkdtemp(prefix="hermes-browser-", dir=work))
+        profile = directory / "profile"
+        profile.mkdir()
+        (directory / "downloads").mkdir()
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(directory), "TMPDIR": str(directory),
+               "LANG": "C.UTF-8"}  # nothing of the gateway's own environment (vendor keys) reaches the browser
+        try:
+            fence_port = await self.fence.start()
+            with open(directory / "chromium.log", "wb") as logfile:
+                process = await asyncio.create_subprocess_exec(
+                    *chromium_argv(self.config, profile, fence_port), stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.DEVNULL, stderr=logfile, env=env, cwd=directory,
+                    start_new_session=True)
+        except OSError as exc:
+            shutil.rmtree(directory, ignore_errors=True)
+            log.error("browser pool: cannot start %s: %s", self.config.chromium, exc)
+            raise GatewayHTTPError(503, "browser_unavailable", "the gateway could not start a browser") from None
+        now = time.time()
+        session = BrowserSession(id=str(uuid.uuid4()), owner=owner, jti=jti, secret=secrets.token_urlsafe(32),
+                                 directory=directory, process=process, started_at=now, timeout_at=now + lifetime,
+                                 deadline=time.monotonic() + lifetime)
+        self._launching.add(session)
+        try:
+            await self._wait_ready(session, http, min(deadline, time.monotonic() + self.config.start_timeout))
+        except BaseException:
+            await self._kill(session)
+            raise
+        finally:
+            self._launching.discard(session)
+        return session
+
+    async def _wait_ready(self, session: BrowserSession, http: httpx.AsyncClient, until: float) -> None:
+        active = session.directory / "profile" / "DevToolsActivePort"
+        while True:
+            if session.process.returncode is not None:
+                self._start_failed(session, f"Chromium exited with status {session.process.returncode}")
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                lines = active.read_text(encoding="utf-8").splitlines()
+                if len(lines) >= 2 and lines[0].strip().isdigit():
+                    session.port = int(lines[0].strip())
+                    break
+            if time.monotonic() > until:
+                self._start_failed(session, "Chromium did not open its DevTools port in time")
+            await asyncio.sleep(0.05)
+        try:
+            resp = await http.get(f"http://127.0.0.1:{session.port}/json/version",
+                                  timeout=max(0.5, until - time.monotonic()))
+            url = resp.json().get("webSocketDebuggerUrl", "")
+        except Exception as exc:  # httpx errors, bad JSON, a non-object answer
+            self._start_failed(session, f"/json/version failed: {type(exc).__name__}")
+        path = urlsplit(url).path if isinstance(url, str) else ""
+        if not path.startswith("/devtools/browser/"):
+            self._start_failed(session, "/json/version named no browser endpoint")
+        session.browser_path = path
+
+    def _start_failed(self, session: BrowserSession, why: str) -> NoReturn:
+        tail = ""
+        with contextlib.suppress(OSError):
+            tail = (session.directory / "chromium.log").read_bytes()[-600:].decode("utf-8", "replace")
+        log.error("browser pool: %s; log tail: %s", why, tail.strip())
+        raise GatewayHTTPError(503, "browser_unavailable", "the gateway's browser failed to start; try again")
+
+    # -- finding and ending --------------------------------------------------------------------------
+    def get(self, session_id: str, owner: str) -> dict[str, Any] | None:
+        """The session's view if ``owner`` has (or had) it; None otherwise."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.owner == owner:
+            return session.view()
+        ended = self._ended.get(session_id)
+        return ended[1] if ended is not None and ended[0] == owner else None
+
+    def connectable(self, session_id: str, secret: str) -> BrowserSession | None:
+        """The running session whose capability secret is ``secret`` (compared in constant time)."""
+        session = self.sessions.get(session_id)
+        if session is None or not hmac.compare_digest(session.secret.encode(), secret.encode()):
+            return None
+        return session
+
+    async def release(self, session_id: str, owner: str) -> dict[str, Any] | None:
+        """Stop ``owner``'s session; its final view, or None if ``owner`` has no such session."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.owner == owner:
+            await self._end(session, "released")
+        return self.get(session_id, owner)
+
+    async def _end(self, session: BrowserSession, reason: str) -> None:
+        if self.sessions.pop(session.id, None) is None:
+            return
+        session.ended.set()  # the proxies close their clients' sockets
+        self._ended[session.id] = (session.owner, session.view("stopped", time.time()))
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.popitem(last=False)
+        await self._kill(session)
+        log.info("browser session %s ended (%s)", session.id, reason)
+
+    async def _kill(self, session: BrowserSession) -> None:
+        """SIGKILL the whole process group (browser, zygote, renderers), reap it, remove the directory."""
+        process = session.process
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # the group leader is not reaped yet: its id is ours
+        else:  # the browser died by itself; its id may be reused, so only processes naming our directory go
+            for pid in await asyncio.to_thread(_stragglers, process.pid, str(session.directory)):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(process.wait(), 10)
+        await asyncio.to_thread(shutil.rmtree, session.directory, True)
+
+    async def _reap_loop(self) -> None:
+        interval = max(0.1, min(1.0, self.config.idle_timeout / 4))
+        while self.sessions:
+            await asyncio.sleep(interval)
+            now = time.monotonic()
+            for session in list(self.sessions.values()):
+                if session.process.returncode is not None:
+                    reason = "Chromium exited"
+                elif now >= session.deadline:
+                    reason = "lifetime over"
+                elif now - session.last_active >= self.config.idle_timeout:
+                    reason = "idle"
+                else:
+                    continue
+                try:
+                    await self._end(session, reason)
+                except Exception:  # one failing cleanup must not stop the reaper
+                    log.exception("browser pool: ending session %s failed", session.id)
+
+    async def aclose(self) -> None:
+        """End every session (the gateway is stopping)."""
+        self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        await asyncio.gather(*(self._end(s, "gateway stopping") for s in list(self.sessions.values())),
+                             return_exceptions=True)
+        await self.fence.aclose()
+
+
+__all__ = ["BrowserPool", "BrowserSession", "chromium_argv"]

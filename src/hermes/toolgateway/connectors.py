@@ -1,0 +1,215 @@
+"""The connector API under the ``connector`` label (SPEC GW-12, GW-14; issue 7): accounts per app.
+
+Reached like a relay — ``Host: connector-gateway.<domain>`` or the pinned prefix ``/relay/connector`` —
+with the user's gateway token (``Authorization: Bearer``)::
+
+    GET    /v1/connectors/accounts                     every account of the caller, all apps
+    GET    /v1/connectors/{app}/accounts               the caller's accounts of one app
+    GET    /v1/connectors/{app}/accounts/{id}          one account
+    PATCH  /v1/connectors/{app}/accounts/{id}          {"name": "work"} — name or rename (naming rule)
+    POST   /v1/connectors/{app}/accounts/{id}/retire   keep it listed, stop using it
+    DELETE /v1/connectors/{app}/accounts/{id}          delete it (the user's own command only)
+
+Lists carry ``capabilities`` (``rename``: whether this gateway lets users set names; off with
+``[connectors] rename = false``, then PATCH answers 501 ``rename_not_supported``). Every request is
+authenticated as on the relays, needs the ``tool:invoke`` scope, a plan that has not expired (402) and
+grants managed connectors (``managed_tools``; 403 ``not_entitled`` otherwise), and passes the rate limit.
+A caller only ever sees their own accounts: another user's account id answers 404 ``unknown_account``.
+
+Accounts are created by the operator (``hermes toolgateway connectors add``): this gateway does not run
+OAuth against Gmail and the like, and connector tool calls are not relayed yet.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Receive, Scope
+
+from hermes.connectors.naming import APP_PATTERN, NAME_PATTERN, app_title
+from hermes.toolgateway.auth import Principal, extract_token
+from hermes.toolgateway.connector_store import ConnectorStore, ConnectorStoreError, check_app
+from hermes.toolgateway.errors import GatewayHTTPError, json_object, json_response, too_many
+from hermes.toolgateway.relays.base import Operation, Relay, read_body
+
+LABEL = "connector"
+PREFIX = "/v1/connectors"
+MAX_BODY = 16 * 1024
+_ACCOUNT_ID = re.compile(r"^ca_[0-9a-f]{16}$")
+_STATUS = {"invalid_app": 400, "invalid_name": 400, "unknown_account": 404, "name_taken": 409,
+           "account_retired": 409}
+#: (method, path pattern) of every endpoint, for 404/405 answers and /readyz.
+ENDPOINTS: tuple[tuple[str, str], ...] = (
+    ("GET", "/v1/connectors/accounts"),
+    ("GET", "/v1/connectors/{app}/accounts"),
+    ("GET", "/v1/connectors/{app}/accounts/{id}"),
+    ("PATCH", "/v1/connectors/{app}/accounts/{id}"),
+    ("DELETE", "/v1/connectors/{app}/accounts/{id}"),
+    ("POST", "/v1/connectors/{app}/accounts/{id}/retire"),
+)
+
+
+def _store_error(exc: ConnectorStoreError) -> GatewayHTTPError:
+    return GatewayHTTPError(_STATUS.get(exc.code, 400), exc.code, exc.message)
+
+
+def _route(path: str) -> tuple[str, tuple[str, ...], str | None, str | None]:
+    """``(kind, allowed methods, app, account id)`` for a path; 404 when it is not an endpoint."""
+    parts = path.rstrip("/").split("/")[1:] if path != "/" else []
+    if parts[:2] == ["v1", "connectors"]:
+        rest = parts[2:]
+        if rest == ["accounts"]:
+            return "all", ("GET",), None, None
+        if len(rest) == 2 and rest[1] == "accounts":
+            return "app", ("GET",), rest[0], None
+        if len(rest) == 3 and rest[1] == "accounts":
+            return "account", ("DELETE", "GET", "PATCH"), rest[0], rest[2]
+        if len(rest) == 4 and rest[1] == "accounts" and rest[3] == "retire":
+            return "retire", ("POST",), rest[0], rest[2]
+    raise GatewayHTTPError(404, "not_found", f"the connector API has no {path} endpoint")
+
+
+class ConnectorAPI(Relay):
+    """The ``connector`` label: account management (no metering — it is not a tool call)."""
+
+    label = LABEL
+    category = "connectors"
+
+    def operations(self) -> Sequence[Operation]:
+        return ()  # routed by :func:`_route`: the paths carry parameters
+
+    def backend(self, operation: str) -> str:
+        return "gateway"
+
+    def describe(self) -> dict[str, Any]:
+        return {"label": self.label, "category": self.category,
+                "operations": {f"{m} {p}": "gateway" for m, p in ENDPOINTS},
+                "capabilities": self.capabilities()}
+
+    def capabilities(self) -> dict[str, bool]:
+        return {"rename": self.gateway.config.connector_rename, "retire": True, "delete": True}
+
+    @property
+    def store(self) -> ConnectorStore:
+        return ConnectorStore(self.gateway.conn, self.gateway.clock)
+
+    # -- the pipeline --------------------------------------------------------------------------------
+    def authorize(self, principal: Principal) -> None:
+        """Scope, plan expiry (402) and the managed-connector entitlement (403)."""
+        gw = self.gateway
+        if "tool:invoke" not in principal.scopes:
+            raise GatewayHTTPError(403, "insufficient_scope", "this token lacks the tool:invoke scope")
+        portal = gw.config.base_url()
+        if not principal.user.plan_active(gw.clock()):
+            raise GatewayHTTPError(402, "subscription_expired",
+                                   f"your {principal.plan.name} plan has expired; renew it at {portal}",
+                                   extra={"portal_url": portal})
+        if not principal.plan.managed_tools:
+            raise GatewayHTTPError(403, "not_entitled",
+                                   f"the {principal.plan.name} plan does not include managed connectors; see {portal}",
+                                   extra={"portal_url": portal})
+
+    async def _handle(self, scope: Scope, receive: Receive) -> Response:
+        gw = self.gateway
+        headers = Headers(scope=scope)
+        principal = gw.auth.authenticate(extract_token(headers, self.token_sources))
+        scope.setdefault("state", {})["gw_user"] = principal.user.uid
+        kind, methods, app, account_id = _route(scope["path"])
+        method = scope["method"]
+        if method not in methods:
+            raise GatewayHTTPError(405, "method_not_allowed", f"use {', '.join(methods)} on {scope['path']}",
+                                   headers={"allow": ", ".join(methods)})
+        self.authorize(principal)
+        wait = gw.limiter.acquire(principal.rate_key)
+        if wait > 0:
+            raise too_many("rate_limited", "too many requests with this token; slow down",
+                           gw.limiter.retry_after(wait))
+        body = await read_body(scope, receive, headers, MAX_BODY)
+        try:
+            return self._answer(kind, method, principal.user.id, app, account_id, body)
+        except ConnectorStoreError as exc:
+            raise _store_error(exc) from None
+
+    def _answer(self, kind: str, method: str, user_id: int, app: str | None, account_id: str | None,
+                body: bytes) -> Response:
+        store = self.store
+        if kind == "all":
+            accounts = store.accounts(user_id)
+            return json_response({"capabilities": self.capabilities(), "accounts": [a.as_json() for a in accounts]})
+        assert app is not None
+        check_app(app)
+        if kind == "app":
+            accounts = store.accounts(user_id, app)
+            return json_response({"app": app, "app_title": app_title(app), "capabilities": self.capabilities(),
+                                  "accounts": [a.as_json() for a in accounts]})
+        assert account_id is not None
+        account = store.get(user_id, account_id) if _ACCOUNT_ID.match(account_id) else None
+        if account is None or account.app != app:
+            raise GatewayHTTPError(404, "unknown_account", f"you have no {app} account with that id")
+        if kind == "retire":
+            return json_response({"account": store.retire(user_id, account.id).as_json()})
+        if method == "GET":
+            return json_response({"account": account.as_json()})
+        if method == "DELETE":
+            return json_response({"deleted": store.delete(user_id, account.id).as_json()})
+        return self._patch(store, user_id, account.id, body)
+
+    def _patch(self, store: ConnectorStore, user_id: int, account_id: str, body: bytes) -> Response:
+        data = json_object(body)
+        unknown = sorted(set(data) - {"name"})
+        if unknown:
+            raise GatewayHTTPError(400, "invalid_request", f"unknown field(s): {', '.join(unknown)}; only name")
+        if "name" not in data:
+            raise GatewayHTTPError(400, "invalid_request", "send {\"name\": \"...\"}")
+        if not self.gateway.config.connector_rename:
+            raise GatewayHTTPError(501, "rename_not_supported",
+                                   "this gateway does not let users name or rename connector accounts")
+        return json_response({"account": store.rename(user_id, account_id, data["name"]).as_json()})
+
+
+def openapi_paths(errors: Callable[..., dict[str, Any]], prefix: str = "/relay/connector") -> dict[str, Any]:
+    """The OpenAPI path items of this API under its pinned ``prefix`` (``errors(*statuses)`` from openapi)."""
+    text = {"type": "string"}
+    account = {"type": "object", "required": ["id", "app", "name", "display_name", "status"], "properties": {
+        "id": text, "app": text, "app_title": text, "name": {"type": ["string", "null"]}, "display_name": text,
+        "label": text, "status": {"type": "string", "enum": ["active", "retired"]},
+        "created_at": text, "retired_at": {"type": ["string", "null"]}, "replaced_by": {"type": ["string", "null"]}}}
+    listing = {"type": "object", "required": ["capabilities", "accounts"], "properties": {
+        "app": text, "app_title": text, "accounts": {"type": "array", "items": account},
+        "capabilities": {"type": "object", "properties": {
+            "rename": {"type": "boolean"}, "retire": {"type": "boolean"}, "delete": {"type": "boolean"}}}}}
+
+    def ok(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"description": "OK", "content": {"application/json": {"schema": schema}}}
+
+    def op(summary: str, answer: dict[str, Any], *statuses: int, **extra: Any) -> dict[str, Any]:
+        return {"summary": f"{summary} (also on connector-gateway.<domain> without the prefix)",
+                "security": [{"gatewayToken": []}], "responses": {"200": ok(answer), **errors(401, 402, 403, 429,
+                                                                                          *statuses)}, **extra}
+
+    one = {"type": "object", "properties": {"account": account}}
+    params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string", "pattern": pattern}}
+              for name, pattern in (("app", APP_PATTERN), ("id", _ACCOUNT_ID.pattern))]
+    patch_body = {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "required": ["name"], "additionalProperties": False,
+        "properties": {"name": {"type": "string", "pattern": NAME_PATTERN}}}}}}
+    base = f"{prefix}{PREFIX}"
+    return {
+        f"{base}/accounts": {"get": op("The caller's connector accounts, every app", listing)},
+        f"{base}/{{app}}/accounts": {"get": op("The caller's accounts of one app", listing, 400,
+                                               parameters=params[:1])},
+        f"{base}/{{app}}/accounts/{{id}}": {
+            "parameters": params,
+            "get": op("One account", one, 400, 404),
+            "patch": op("Name or rename an account (naming rule; 501 when renaming is off)", one, 400, 404, 409,
+                        413, 501, requestBody=patch_body),
+            "delete": op("Delete an account (the user's own command only)",
+                         {"type": "object", "properties": {"deleted": account}}, 400, 404),
+        },
+        f"{base}/{{app}}/accounts/{{id}}/retire": {
+            "parameters": params, "post": op("Retire an account (kept, listed, no longer used)", one, 400, 404)},
+    }

@@ -1,0 +1,160 @@
+"""The PostgreSQL :class:`~hermes.toolgateway.storage.base.Database` (psycopg 3, synchronous).
+
+Several gateway processes — on several hosts — share one database: accounts, tokens, device codes,
+the usage log and the quota counters. Like the SQLite path, each process uses **one connection** from
+the event loop's thread, in autocommit mode: every statement is its own transaction unless a
+:meth:`PostgresDatabase.transaction` block groups some. Statements are the SQLite ones with ``?``
+turned into ``%s`` (once per distinct statement, cached); psycopg prepares a statement on the server
+after a few runs, so the relay hot path sends only parameters.
+
+A lost connection (server restart, failover, idle cut) makes the statement that found out fail with
+:class:`~hermes.toolgateway.storage.base.StorageUnavailable` (HTTP 503), and the next statement
+reconnects. A statement is never re-sent on its own: it might have been applied before the
+connection broke. Passwords in the URL never reach logs or errors (:func:`~.base.scrub`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import RowMaker
+
+from hermes.errors import StoreError
+from hermes.toolgateway.storage import pg_schema
+from hermes.toolgateway.storage.base import POSTGRES, Result, StorageUnavailable, mask_url, scrub
+
+log = logging.getLogger("hermes.toolgateway")
+
+CONNECT_TIMEOUT = 5
+_CACHE_LIMIT = 2048
+
+
+class Row:
+    """One result row: ``row["name"]`` and ``row[0]``, like ``sqlite3.Row``."""
+
+    __slots__ = ("_index", "_values")
+
+    def __init__(self, values: Sequence[Any], index: dict[str, int]) -> None:
+        self._values = values
+        self._index = index
+
+    def __getitem__(self, key: str | int) -> Any:
+        if isinstance(key, str):
+            return self._values[self._index[key]]
+        return self._values[key]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
+
+    def __repr__(self) -> str:
+        return f"Row({dict(zip(self._index, self._values, strict=False))!r})"
+
+
+def _rows(cursor: psycopg.Cursor[Any]) -> RowMaker[Row]:
+    """psycopg row factory: :class:`Row` s sharing one name → position map per result."""
+    index: dict[str, int] = {}
+    for position, column in enumerate(cursor.description or ()):
+        index.setdefault(column.name, position)
+
+    def make(values: Sequence[Any]) -> Row:
+        return Row(values, index)
+
+    return make
+
+
+def placeholders(sql: str) -> str:
+    """SQLite's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled). Our statements never
+    put ``?`` inside string literals."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PostgresDatabase:
+    """A gateway database in PostgreSQL, opened (and migrated) from a ``postgresql://`` URL."""
+
+    dialect = POSTGRES
+    integrity_error: type[Exception] = psycopg.IntegrityError
+    error: type[Exception] = psycopg.Error
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.label = mask_url(url)
+        self._sql: dict[str, str] = {}
+        self._down = False
+        self._conn: psycopg.Connection[Row] | None = None
+        conn = self._live()
+        try:
+            self.migrated = pg_schema.migrate(conn)  # how many migrations this process applied
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot prepare the gateway database {self.label}: {scrub(str(exc), url)}") from None
+
+    # -- connection ----------------------------------------------------------------------------------
+    def _unavailable(self, exc: BaseException) -> StorageUnavailable:
+        detail = f"the gateway database {self.label} does not answer: {scrub(str(exc).strip(), self.url)}"
+        if not self._down:
+            log.warning("%s", detail)
+            self._down = True
+        return StorageUnavailable(detail)
+
+    def _live(self) -> psycopg.Connection[Row]:
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            return conn
+        if conn is not None:
+            conn.close()
+            self._conn = None
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, row_factory=_rows, connect_timeout=CONNECT_TIMEOUT,
+                                   application_name="hermes-toolgateway")
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
+        except psycopg.Error as exc:  # a malformed URL or option
+            raise StoreError(f"cannot open the gateway database {self.label}: {scrub(str(exc), self.url)}") from None
+        if self._down:
+            log.warning("the gateway database %s answers again", self.label)
+            self._down = False
+        self._conn = conn
+        return conn
+
+    # -- Database ------------------------------------------------------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Result:
+        query = self._sql.get(sql)
+        if query is None:
+            if len(self._sql) >= _CACHE_LIMIT:
+                self._sql.clear()
+            query = self._sql[sql] = placeholders(sql)
+        conn = self._live()
+        try:
+            return conn.execute(query, params or None)
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        conn = self._live()
+        try:
+            with conn.transaction():
+                yield
+        except psycopg.OperationalError as exc:
+            raise self._unavailable(exc) from None
+
+    def ping(self) -> None:
+        """Raise :class:`StorageUnavailable` unless the server answers a trivial query now."""
+        self.execute("SELECT 1")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

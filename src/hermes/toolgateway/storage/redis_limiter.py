@@ -1,0 +1,117 @@
+"""The per-token rate limiter shared by every gateway process through Redis (``redis_url``).
+
+Same bucket, same answers as the in-process :class:`~hermes.toolgateway.ratelimit.RateLimiter`: ``rate``
+tokens per second, at most ``burst`` stored, keyed on the verified ``sub:jti``; a refused request
+leaves the bucket as it found it (refilled to now) and learns how long to wait. The whole
+read-refill-take-write step is one Lua script, which Redis runs atomically, and the clock is Redis's
+own (``TIME``), so processes on hosts with skewed clocks still share one bucket exactly. A bucket
+expires once it would have refilled completely — a fresh bucket behaves the same — so Redis holds only
+the tokens in use.
+
+Redis not answering is never a pass: the request gets ``503 rate_limiter_unavailable`` (fail closed)
+and the operator one log line per outage, with the URL's password masked.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from hermes.errors import ConfigError
+from hermes.toolgateway.ratelimit import RateLimiter
+from hermes.toolgateway.storage.base import StorageUnavailable, mask_url, scrub
+
+log = logging.getLogger("hermes.toolgateway")
+
+KEY_PREFIX = "hermes:toolgateway:rl:"
+SOCKET_TIMEOUT = 2.0
+
+#: KEYS[1] the bucket; ARGV rate (tokens/s), burst, cost. Returns the seconds to wait ("0" when taken).
+TOKEN_BUCKET = """
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(state[1])
+local last = tonumber(state[2])
+if tokens == nil or last == nil then
+  tokens = burst
+  last = now
+end
+if now > last then
+  tokens = math.min(burst, tokens + (now - last) * rate)
+end
+local wait = 0
+if tokens >= cost then
+  tokens = tokens - cost
+else
+  wait = (cost - tokens) / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.6f', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+return string.format('%.17g', wait)
+"""
+
+
+class RedisRateLimiter:
+    """A token bucket per key in Redis; ``rate == 0`` or ``burst == 0`` disables it (Redis is not asked)."""
+
+    @staticmethod
+    def retry_after(wait: float) -> int:
+        """A ``Retry-After`` value (whole seconds, at least 1) for a wait."""
+        return RateLimiter.retry_after(wait)
+
+    def __init__(self, url: str, rate: float, burst: int, *, prefix: str = KEY_PREFIX) -> None:
+        self.url = url
+        self.label = mask_url(url)
+        self.rate = rate
+        self.burst = burst
+        self.prefix = prefix
+        self._down = False
+        try:
+            self._client: redis.Redis = redis.Redis.from_url(
+                url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT,
+                retry=Retry(NoBackoff(), 1), health_check_interval=0)
+        except ValueError as exc:
+            raise ConfigError(f"redis_url {self.label} is not valid: {scrub(str(exc), url)}") from None
+        self._bucket: Any = self._client.register_script(TOKEN_BUCKET)
+
+    @property
+    def enabled(self) -> bool:
+        return self.rate > 0 and self.burst > 0
+
+    def _unavailable(self, exc: BaseException) -> StorageUnavailable:
+        detail = f"Redis at {self.label} does not answer: {scrub(str(exc), self.url)}"
+        if not self._down:
+            log.warning("%s", detail)
+            self._down = True
+        return StorageUnavailable(detail, code="rate_limiter_unavailable",
+                                  public="the gateway's rate limiter does not answer; try again shortly")
+
+    def acquire(self, key: str, cost: float = 1.0) -> float:
+        """Take ``cost`` tokens for ``key``: 0.0 when allowed, else the seconds to wait before retrying."""
+        if not self.enabled:
+            return 0.0
+        try:
+            wait = self._bucket(keys=[self.prefix + key], args=[repr(float(self.rate)), self.burst, repr(float(cost))])
+        except redis.RedisError as exc:
+            raise self._unavailable(exc) from None
+        self._down = False
+        return float(wait)
+
+    def ping(self) -> None:
+        """Raise :class:`StorageUnavailable` unless Redis answers now."""
+        try:
+            self._client.ping()
+        except redis.RedisError as exc:
+            raise self._unavailable(exc) from None
+        self._down = False
+
+    def close(self) -> None:
+        self._client.close()

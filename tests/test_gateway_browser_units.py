@@ -1,0 +1,127 @@
+"""The browser-use relay's parts that need no browser: its config table, Chromium's command line, the CDP
+screen (which commands may reach a pooled Chromium) and the network fence (a real SOCKS5 proxy on
+loopback, asked by a real client). The relay itself, with real Chromium processes, is tested in
+``test_gateway_browser_use.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hermes.errors import ConfigError
+from hermes.net.safefetch import FetchPolicy
+from hermes.toolgateway.browserfence import NetworkFence
+from hermes.toolgateway.browserpool import chromium_argv
+from hermes.toolgateway.cdpproxy import screen, url_allowed
+from hermes.toolgateway.config import load_config
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def test_fence_decides_every_connection() -> None:
+    async def scenario() -> dict[str, Any]:
+        async def site(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(b"hello " + await reader.readexactly(4))
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(site, "127.0.0.1", 0)
+        site_port = server.sockets[0].getsockname()[1]
+        results: dict[str, Any] = {}
+
+        async def ask(fence: NetworkFence, request: bytes, greeting: bytes = b"\x05\x01\x00") -> bytes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", fence.port)
+            writer.write(greeting)
+            answer = await reader.read(2)
+            if answer != b"\x05\x00":
+                writer.close()
+                return answer
+            writer.write(request)
+            reply = await reader.readexactly(10)
+            if reply[1] == 0:
+                writer.write(b"ping")
+                reply += await reader.read(100)
+            writer.close()
+            return reply
+
+        def ipv4(port: int) -> bytes:
+            return b"\x05\x01\x00\x01" + bytes([127, 0, 0, 1]) + struct.pack("!H", port)
+
+        strict = NetworkFence(FetchPolicy(), lambda: set())
+        loose = NetworkFence(FetchPolicy(allow_loopback=True), lambda: {site_port + 1})
+        await strict.start()
+        await loose.start()
+        try:
+            name = b"localhost"
+            results["strict_ip"] = await ask(strict, ipv4(site_port))
+            results["strict_name"] = await ask(strict, b"\x05\x01\x00\x03" + bytes([len(name)]) + name
+                                               + struct.pack("!H", site_port))
+            results["metadata"] = await ask(loose, b"\x05\x01\x00\x01" + bytes([169, 254, 169, 254])
+                                            + struct.pack("!H", 80))
+            results["loose"] = await ask(loose, ipv4(site_port))
+            results["devtools"] = await ask(loose, ipv4(site_port + 1))
+            results["itself"] = await ask(loose, ipv4(loose.port))
+            results["no_auth_offered"] = await ask(loose, b"", greeting=b"\x05\x01\x02")
+            results["bind"] = await ask(loose, b"\x05\x02\x00\x01" + bytes([127, 0, 0, 1]) + b"\x00\x50")
+        finally:
+            await strict.aclose()
+            await loose.aclose()
+            server.close()
+            await server.wait_closed()
+        return results
+
+    results = asyncio.run(scenario())
+    for key in ("strict_ip", "strict_name", "metadata", "devtools", "itself"):
+        assert results[key][:2] == b"\x05\x02", key  # 2: connection not allowed by ruleset
+    assert results["loose"][:2] == b"\x05\x00" and results["loose"][10:] == b"hello ping"
+    assert results["no_auth_offered"] == b"\x05\xff" and results["bind"][:2] == b"\x05\x07"
+
+
+def test_config_and_command_line(tmp_path: Path) -> None:
+    off = load_config(None, env={}, home=tmp_path)
+    assert off.browser_use.backend == "off"
+    vendor = load_config(None, env={"BROWSER_USE_API_KEY": "bu-env"}, home=tmp_path)
+    assert vendor.browser_use.backend == "vendor" and vendor.browser_use.api_key == "bu-env"
+    assert vendor.browser_use.url == "https://api.browser-use.com/api/v3" and "bu-env" not in repr(vendor)
+    for key, value in (("backend", "cloud"), ("max_sessions", 0), ("idle_timeout", "soon"), ("url", "ftp://x"),
+                       ("allow_loopback", "yes")):
+        with pytest.raises(ConfigError, match=f"relays.browser-use.{key}"):
+            load_config(None, overrides={f"browser-use.{key}": value}, env={}, home=tmp_path)
+    local = load_config(None, overrides={"browser-use.backend": "local"}, env={}, home=tmp_path).browser_use
+    assert not local.allow_loopback and not local.allow_private
+    argv = chromium_argv(local, tmp_path / "profile", 4321)
+    assert argv[0] == CHROMIUM and "--headless" in argv and "--remote-debugging-port=0" in argv
+    assert f"--user-data-dir={tmp_path / 'profile'}" in argv and "--proxy-server=socks5://127.0.0.1:4321" in argv
+    assert "--proxy-bypass-list=<-loopback>" in argv and "--disable-quic" in argv
+    assert ("--no-sandbox" in argv) == (os.geteuid() == 0)
+
+
+def test_cdp_screen() -> None:
+    for url in ("https://example.com", "about:blank", "", "data:text/html,hi", "HTTP://X"):
+        assert url_allowed(url), url
+    for url in ("file:///etc/passwd", " file:///x", "fi\tle:///x", "\x00file:/x", "chrome://settings",
+                "view-source:http://x", "javascript:alert(1)", "example.com"):
+        assert not url_allowed(url), url
+    forward, reply = screen('{"id":3,"method":"Page.navigate","params":{"url":"https://e.com"},"sessionId":"S"}', "/d")
+    assert reply is None and forward is not None and json.loads(forward)["params"]["url"] == "https://e.com"
+    forward, reply = screen('{"id":4,"method":"Page.navigate","params":{"url":"file:///etc"},"sessionId":"S"}', "/d")
+    assert forward is None and reply is not None
+    assert json.loads(reply)["id"] == 4 and json.loads(reply)["sessionId"] == "S" and "error" in json.loads(reply)
+    # the command forwarded is the one the screen read: a duplicate key cannot hide a method
+    forward, reply = screen('{"id":5,"method":"Runtime.evaluate","method":"DOM.setFileInputFiles","params":{}}', "/d")
+    assert forward is None and reply is not None
+    forward, _ = screen('{"id":6,"method":"Browser.setDownloadBehavior","params":{"behavior":"allow",'
+                        '"downloadPath":"/etc"}}', "/sessions/x/downloads")
+    assert forward is not None and json.loads(forward)["params"]["downloadPath"] == "/sessions/x/downloads"
+    for text in ("not json", "[1]", '{"id":1}', '{"id":1,"method":"X.y","params":[]}',
+                 '{"id":1,"method":"Tethering.bind","params":{"port":22}}',
+                 '{"id":1,"method":"Input.dispatchDragEvent","params":{"data":{"files":["/etc/passwd"]}}}',
+                 '{"id":1,"method":"Target.createBrowserContext","params":{"proxyServer":"direct://"}}'):
+        assert screen(text, "/d")[0] is None, text
