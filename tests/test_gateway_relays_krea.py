@@ -25,9 +25,11 @@ from fakes.vendors.fal import FakeFal
 from fakes.vendors.harness import GatewayHarness, gateway_config
 from fakes.vendors.krea import FakeKrea
 from hermes.toolgateway.app import create_app
+from hermes.toolgateway.db import connect
 from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.krea import KreaRelay
 from hermes.toolgateway.services import Gateway
+from hermes.toolgateway.storage.sqlite import SQLiteDatabase
 from hermes.tools.image import backends
 from hermes.tools.registry import registry
 from hermes.vendors.base import RetryPolicy
@@ -235,27 +237,38 @@ def test_backend_off(tmp_path: Path) -> None:
 
 
 # -- the job table ----------------------------------------------------------------------------------------
-def test_job_table_owner_ttl_and_size() -> None:
-    now = [0.0]
-    table = JobTable("test", ttl=10, max_entries=2, clock=lambda: now[0])
+def test_job_table_owner_ttl_and_sharing(tmp_path: Path) -> None:
+    now = [1000.0]
+    first = SQLiteDatabase(connect(tmp_path / "jobs.db"), "jobs.db")
+    second = SQLiteDatabase(connect(tmp_path / "jobs.db"), "jobs.db")  # another gateway process, same file
+    table = JobTable(lambda: first, "test", ttl=10, clock=lambda: now[0])
+    other_process = JobTable(lambda: second, "test", ttl=10, clock=lambda: now[0])
+    other_relay = JobTable(lambda: first, "another", ttl=10, clock=lambda: now[0])
 
     async def scenario() -> None:
         assert await table.remember("a", "alice", {"model": "m"})
         assert await table.get("a", "alice") == {"model": "m"}
+        assert await other_process.get("a", "alice") == {"model": "m"}  # a poll may reach any process
         assert await table.get("a", "bob") is None and await table.get("zzz", "alice") is None
-        assert not await table.remember("a", "bob", {"model": "stolen"})  # held by alice: unchanged
+        assert await other_relay.get("a", "alice") is None  # namespaces are separate
+        assert not await other_process.remember("a", "bob", {"model": "stolen"})  # held by alice: unchanged
         assert await table.get("a", "alice") == {"model": "m"}
-        now[0] = 5
-        assert await table.remember("b", "bob", {})
-        assert await table.remember("c", "bob", {})  # full: the oldest ("a") goes
-        assert await table.get("a", "alice") is None and await table.get("b", "bob") == {}
-        now[0] = 15.5
-        assert await table.get("b", "bob") is None  # older than the ttl
+        now[0] += 5
+        assert await table.remember("a", "alice", {"model": "m2"})  # the owner may update (and refresh) it
+        now[0] += 9
+        assert await table.get("a", "alice") == {"model": "m2"}
+        now[0] += 1.5
+        assert await table.get("a", "alice") is None  # older than the ttl
         assert await table.remember("a", "bob", {})  # an expired id is free again
+        assert await other_process.get("a", "bob") == {}
 
-    asyncio.run(scenario())
-    with pytest.raises(ValueError):
-        JobTable("bad", ttl=0)
+    try:
+        asyncio.run(scenario())
+        with pytest.raises(ValueError):
+            JobTable(lambda: first, "bad", ttl=0)
+    finally:
+        first.close()
+        second.close()
 
 
 # -- end to end through our own client -------------------------------------------------------------------

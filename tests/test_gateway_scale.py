@@ -330,3 +330,30 @@ def test_meter_answers_the_same_on_both_engines(tmp_path: Path, postgres_server:
             gw.close_db()
     assert answers[0] == answers[1]
     assert answers[0][2][0] == {"day": "2025-01-04", "category": "fal", "calls": 1, "units": 5, "cost": 1.25}
+
+
+def test_job_ownership_is_shared_through_postgresql(tmp_path: Path, postgres_server: PostgresServer) -> None:
+    """A FAL/Krea job started on one process can be polled on another; nobody can take it over."""
+    import asyncio
+
+    from hermes.toolgateway.jobs import JobTable
+    from hermes.toolgateway.services import Gateway
+
+    url = postgres_server.database()
+    one = Gateway(load_config(None, overrides={"database_url": url}, env={}, home=tmp_path)).open()
+    two = Gateway(load_config(None, overrides={"database_url": url}, env={}, home=tmp_path)).open()
+    try:
+        started = JobTable(lambda: one.conn, "fal-queue")
+        polled = JobTable(lambda: two.conn, "fal-queue")
+
+        async def scenario() -> None:
+            assert await started.remember("req-1", "usr_a", {"model": "fal-ai/x", "status_url": "https://q/1"})
+            assert await polled.get("req-1", "usr_a") == {"model": "fal-ai/x", "status_url": "https://q/1"}
+            assert await polled.get("req-1", "usr_b") is None
+            assert not await polled.remember("req-1", "usr_b", {"model": "stolen"})
+            assert await started.get("req-1", "usr_a") == {"model": "fal-ai/x", "status_url": "https://q/1"}
+
+        asyncio.run(scenario())
+    finally:
+        one.close_db()
+        two.close_db()

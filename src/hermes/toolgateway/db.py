@@ -185,8 +185,27 @@ def m004_uploads(conn: sqlite3.Connection) -> None:
     ])
 
 
+def m005_relay_jobs(conn: sqlite3.Connection) -> None:
+    """Who started which vendor job (``hermes.toolgateway.jobs``), shared by every gateway process."""
+    _run(conn, [
+        """
+        CREATE TABLE relay_jobs (
+            namespace TEXT NOT NULL,
+            job_id    TEXT NOT NULL,
+            owner     TEXT NOT NULL,
+            data      TEXT NOT NULL,
+            created   REAL NOT NULL,
+            expires   REAL NOT NULL,
+            PRIMARY KEY (namespace, job_id)
+        )
+        """,
+        "CREATE INDEX relay_jobs_expires ON relay_jobs(expires)",
+    ])
+
+
 #: ``MIGRATIONS[i]`` takes the gateway database from ``user_version`` i to i + 1; append only.
-MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering, m003_connector_accounts, m004_uploads)
+MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering, m003_connector_accounts, m004_uploads,
+                                   m005_relay_jobs)
 
 
 def secret_hash(value: str) -> str:

@@ -6,77 +6,74 @@ remembers it here with the user who started it and the few strings it needs to f
 an id this table does not know, one that expired, or one another user started all look the same to the
 caller: ``None`` (the relay answers 404). So a job id is never a capability on its own.
 
-:class:`JobTable` keeps the entries in this process's memory, oldest first, for ``ttl`` seconds and at
-most ``max_entries`` (the oldest go first when full). Its interface is deliberately small and
-asynchronous — :meth:`JobTable.remember` and :meth:`JobTable.get`, with string owners and
-string-to-string data (JSON-ready) — so that a shared store (Redis, the database) can replace it for
-several gateway processes behind one address without changing any caller. Until then such a
-deployment needs sticky routing for polls.
+The entries live in the gateway database (table ``relay_jobs``, migration 5), so every gateway process
+behind one address answers a poll for a job another process started — on one SQLite file or on
+PostgreSQL alike. :meth:`JobTable.remember` is one statement (``INSERT … ON CONFLICT DO UPDATE … WHERE
+owner = excluded.owner OR expired``), so two users can never both hold an id; expired rows are deleted
+every :data:`PURGE_EVERY` inserts.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes.toolgateway.storage.base import Database
 
 DEFAULT_TTL = 24 * 3600.0
-DEFAULT_MAX_ENTRIES = 100_000
-
-
-@dataclass(frozen=True)
-class _Entry:
-    owner: str
-    data: Mapping[str, str]
-    created: float
+#: inserts between two deletions of expired rows (per table object)
+PURGE_EVERY = 256
 
 
 class JobTable:
-    """Job id → (owner, data) for one relay (``namespace``), bounded in age and size."""
+    """Job id → (owner, data) for one relay (``namespace``), each entry kept ``ttl`` seconds.
 
-    def __init__(self, namespace: str, *, ttl: float = DEFAULT_TTL, max_entries: int = DEFAULT_MAX_ENTRIES,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        if ttl <= 0 or max_entries < 1:
-            raise ValueError("a job table needs a positive ttl and room for at least one entry")
+    ``database`` returns the gateway's current connection (it may be reopened after an outage).
+    """
+
+    def __init__(self, database: Callable[[], Database], namespace: str, *, ttl: float = DEFAULT_TTL,
+                 clock: Callable[[], float] = time.time) -> None:
+        if ttl <= 0:
+            raise ValueError("a job table needs a positive ttl")
+        self._db = database
         self.namespace = namespace
         self.ttl = ttl
-        self.max_entries = max_entries
         self._clock = clock
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
-
-    def _expire(self, now: float) -> None:
-        while self._entries:
-            oldest = next(iter(self._entries.values()))
-            if now - oldest.created <= self.ttl:
-                return
-            self._entries.popitem(last=False)
+        self._inserts = 0
 
     async def remember(self, job_id: str, owner: str, data: Mapping[str, str]) -> bool:
         """Record that ``owner`` started ``job_id``; False (and nothing changes) when another owner holds it.
 
-        Remembering an id again for the same owner replaces its data and restarts its time to live.
+        Remembering an id again for the same owner replaces its data and restarts its time to live; an
+        expired entry is free for anyone.
         """
         now = self._clock()
-        self._expire(now)
-        held = self._entries.get(job_id)
-        if held is not None:
-            if held.owner != owner:
-                return False
-            del self._entries[job_id]
-        while len(self._entries) >= self.max_entries:
-            self._entries.popitem(last=False)
-        self._entries[job_id] = _Entry(owner, dict(data), now)
-        return True
+        db = self._db()
+        row = db.execute(
+            "INSERT INTO relay_jobs (namespace, job_id, owner, data, created, expires) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (namespace, job_id) DO UPDATE SET owner = excluded.owner, data = excluded.data, "
+            "created = excluded.created, expires = excluded.expires "
+            "WHERE relay_jobs.owner = excluded.owner OR relay_jobs.expires <= ? RETURNING job_id",
+            (self.namespace, job_id, owner, json.dumps(dict(data), separators=(",", ":")), now, now + self.ttl, now),
+        ).fetchone()
+        self._inserts += 1
+        if self._inserts % PURGE_EVERY == 0:
+            db.execute("DELETE FROM relay_jobs WHERE expires <= ?", (now,))
+        return row is not None
 
     async def get(self, job_id: str, owner: str) -> dict[str, str] | None:
         """The data of ``job_id`` if ``owner`` started it and it has not expired; None otherwise."""
-        now = self._clock()
-        self._expire(now)
-        entry = self._entries.get(job_id)
-        if entry is None or entry.owner != owner:
+        row = self._db().execute(
+            "SELECT data FROM relay_jobs WHERE namespace = ? AND job_id = ? AND owner = ? AND expires > ?",
+            (self.namespace, job_id, owner, self._clock()),
+        ).fetchone()
+        if row is None:
             return None
-        return dict(entry.data)
+        data = json.loads(row[0])
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
 
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "DEFAULT_TTL", "JobTable"]
+__all__ = ["DEFAULT_TTL", "PURGE_EVERY", "JobTable"]

@@ -110,7 +110,7 @@ class BrowserUseRelay(Relay):
     def __init__(self, gateway: Gateway) -> None:
         cfg = gateway.config.browser_use
         self.pool = BrowserPool(cfg) if cfg.backend == "local" else None
-        self.vendor_sessions = JobTable(self.label)
+        self.vendor_sessions = JobTable(lambda: gateway.conn, self.label)
         self._creates: OrderedDict[str, _Create] = OrderedDict()
         super().__init__(gateway)
 

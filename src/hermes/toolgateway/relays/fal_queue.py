@@ -13,7 +13,7 @@ The client follows the three URLs verbatim with the same credentials, so the rel
 its own origin (``fal-queue-gateway.<domain>`` or the pinned ``…/relay/fal-queue`` prefix), as
 ``{origin}/{model-path}/requests/{request_id}[/status|/cancel]``; the vendor's own URLs are kept
 server side, with the user that submitted the request (a :class:`~hermes.toolgateway.jobs.JobTable`).
-Polling a request another user submitted (or one this process does not know) answers 404. Status
+Polling a request another user submitted (or one no gateway process knows) answers 404. Status
 replies always carry the keys the client requires (``queue_position`` for ``IN_QUEUE``, ``logs``
 otherwise; ``null`` when the vendor left them out).
 
@@ -98,7 +98,7 @@ class FalQueueRelay(Relay):
     token_sources = ("key", "bearer")
 
     def __init__(self, gateway: Gateway) -> None:
-        self.jobs = JobTable(self.label)
+        self.jobs = JobTable(lambda: gateway.conn, self.label)
         super().__init__(gateway)
 
     def operations(self) -> Sequence[Operation]:

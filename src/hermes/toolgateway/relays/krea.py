@@ -14,7 +14,7 @@ references). ``styles`` and ``moodboards`` are refused, as the upstream client i
 managed mode; any other unknown field is refused too rather than silently dropped.
 
 Jobs belong to the user who started them (a :class:`~hermes.toolgateway.jobs.JobTable`): polling a job
-another user started, or one this process does not know, answers 404 ``unknown_job``. A client's
+another user started, or one the gateway does not know, answers 404 ``unknown_job``. A client's
 ``x-idempotency-key`` is passed on bound to the user (a UUID derived from the user and the key), so two
 users can never be handed the same vendor job; without one the relay makes one per request, so its own
 retries cannot start a second job. Job answers are rebuilt from the documented keys, so no vendor API
@@ -185,7 +185,7 @@ class KreaRelay(Relay):
     token_sources = ("bearer",)
 
     def __init__(self, gateway: Gateway) -> None:
-        self.jobs = JobTable(self.label)
+        self.jobs = JobTable(lambda: gateway.conn, self.label)
         super().__init__(gateway)
 
     def operations(self) -> Sequence[Operation]:

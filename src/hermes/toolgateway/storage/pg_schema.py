@@ -159,8 +159,24 @@ M004_UPLOADS = (
     "CREATE INDEX uploads_expires ON uploads(expires)",
 )
 
+M005_RELAY_JOBS = (
+    """
+    CREATE TABLE relay_jobs (
+        namespace TEXT NOT NULL,
+        job_id    TEXT NOT NULL,
+        owner     TEXT NOT NULL,
+        data      TEXT NOT NULL,
+        created   DOUBLE PRECISION NOT NULL,
+        expires   DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (namespace, job_id)
+    )
+    """,
+    "CREATE INDEX relay_jobs_expires ON relay_jobs(expires)",
+)
+
 #: ``MIGRATIONS[i]`` takes the database from version i to i + 1; append only.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (M001_ACCOUNTS, M002_METERING, M003_CONNECTOR_ACCOUNTS, M004_UPLOADS)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (M001_ACCOUNTS, M002_METERING, M003_CONNECTOR_ACCOUNTS, M004_UPLOADS,
+                                                M005_RELAY_JOBS)
 
 
 def migrate(conn: Any) -> int:
