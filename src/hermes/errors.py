@@ -10,7 +10,8 @@ Every error the program raises on purpose derives from :class:`HermesError`::
     ├── FetchError                  a URL could not or must not be fetched (SSRF refusal, size, time)
     ├── ApprovalDenied              a dangerous command was not approved
     ├── ToolError                   a tool could not do its job; dispatch turns it into {"error": ...}
-    │   └── ToolArgumentError       the model sent arguments that do not fit the schema
+    │   ├── ToolArgumentError       the model sent arguments that do not fit the schema
+    │   └── LocalProgramError       a local program (espeak-ng, ffmpeg, sox) is missing or failed
     ├── ModelError                  the model endpoint failed after retries
     │   └── ModelUnreachable        the endpoint could not be reached at all
     ├── StoreError                  the SQLite store failed
@@ -63,6 +64,14 @@ class ToolError(HermesError):
 
 class ToolArgumentError(ToolError):
     """The arguments a model sent do not fit the tool's schema."""
+
+
+class LocalProgramError(ToolError):
+    """A local program (espeak-ng, ffmpeg, sox) is missing, failed or ran out of time.
+
+    A ToolError, so a tool that lets it through answers ``{"error": ...}``; the gateway server maps it to
+    an HTTP error of its own.
+    """
 
 
 class ModelError(HermesError):

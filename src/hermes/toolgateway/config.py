@@ -89,6 +89,9 @@ class VendorRelayConfig:
     url: str = ""
     api_key: str | None = field(default=None, repr=False)
     max_request_bytes: int = 0
+    #: ``openai-audio`` with ``backend = "local"``: the espeak-ng voice and speed (words per minute at speed 1)
+    local_voice: str = "en-us"
+    local_wpm: int = 175
 
 
 #: ``relays.<label>`` tables of the vendor-forwarding relays: label → (default URL, default key variable)
@@ -240,12 +243,15 @@ def _vendor_relay(label: str, reader: TableReader, env: Mapping[str, str]) -> Ve
     url = (reader.text("url") or default_url).rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"gateway config: {reader.prefix}url must be an http(s) URL")
-    default_max = 25 * 1024 * 1024 if label == "openai-audio" else 0
+    audio = label == "openai-audio"
+    backends = (*VENDOR_BACKENDS, "local") if audio else VENDOR_BACKENDS  # local: espeak-ng on this host
     return VendorRelayConfig(
-        backend=reader.choice("backend", VENDOR_BACKENDS, "vendor" if configured else "off"),
+        backend=reader.choice("backend", backends, "vendor" if configured else "off"),
         url=url,
         api_key=api_key,
-        max_request_bytes=reader.integer("max_request_bytes", default_max),
+        max_request_bytes=reader.integer("max_request_bytes", 25 * 1024 * 1024 if audio else 0),
+        local_voice=reader.word("local_voice") or "en-us",
+        local_wpm=reader.integer("local_wpm", 175, minimum=80, maximum=450),
     )
 
 

@@ -8,8 +8,10 @@ sends::
          → plain text (response_format=text) or {"text": …}
 
 Backend (``[relays.openai-audio]``): ``vendor`` forwards to an OpenAI-compatible server at ``url`` with the
-operator's ``api_key`` (the user's token stops here); ``off`` answers 503 ``backend_not_configured``.
-Only documented fields are forwarded (an allow-list).
+operator's ``api_key`` (the user's token stops here); ``local`` speaks with espeak-ng on the gateway host
+(``local_voice``, ``local_wpm`` × ``speed``; OpenAI's voice names and ``instructions`` do not apply) and
+encodes the requested format with ffmpeg — it does not transcribe (503); ``off`` answers 503
+``backend_not_configured``. Only documented fields are forwarded (an allow-list).
 
 Metering: speech is metered in **characters of ``input``**; a transcription is **1 unit per file**
 (the gateway does not decode audio to measure its length).
@@ -35,6 +37,9 @@ TRANSCRIBE_FIELDS = frozenset({"model", "response_format", "language", "prompt",
 SPEECH_FORMATS = frozenset({"mp3", "opus", "aac", "flac", "wav", "pcm"})
 MAX_INPUT = 4096
 PASS_HEADERS = ("content-type",)
+#: what OpenAI's API answers for each ``response_format`` (the local engine answers the same)
+FORMAT_TYPES = {"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac", "flac": "audio/flac",
+                "wav": "audio/wav", "pcm": "audio/pcm"}
 
 Part = tuple[str | None, bytes, str]
 
@@ -109,7 +114,10 @@ class OpenAIAudioRelay(Relay):
                           measure=transcription_units))
 
     def backend(self, operation: str) -> str:
-        return "openai" if self.gateway.config.openai_audio.backend == "vendor" else "off"
+        kind = self.gateway.config.openai_audio.backend
+        if kind == "local":
+            return "espeak" if operation == "speech" else "off"
+        return "openai" if kind == "vendor" else "off"
 
     def max_request_bytes(self) -> int:
         return self.gateway.config.openai_audio.max_request_bytes or super().max_request_bytes()
@@ -140,7 +148,31 @@ class OpenAIAudioRelay(Relay):
         return RelayResult(resp.status, resp.body,
                            content_type=resp.headers.get("content-type", "application/octet-stream"))
 
+    async def _local_speech(self, data: dict[str, Any]) -> RelayResult:
+        from hermes.errors import LocalProgramError
+        from hermes.media.speech import convert, espeak
+
+        cfg = self.gateway.config.openai_audio
+        speed = data.get("speed", 1.0)
+        if isinstance(speed, bool) or not isinstance(speed, int | float) or not 0.25 <= speed <= 4.0:
+            raise GatewayHTTPError(400, "invalid_request", "'speed' must be a number from 0.25 to 4")
+        fmt = str(data.get("response_format", "mp3"))
+        try:
+            audio = await espeak(data["input"], voice=cfg.local_voice,
+                                 words_per_minute=max(80, min(450, round(cfg.local_wpm * speed))))
+            if fmt != "wav":
+                converted = await convert(audio, source_ext="wav", target=fmt)
+                if converted.data is None:
+                    raise GatewayHTTPError(503, "backend_not_configured",
+                                           f"this gateway cannot encode {fmt} ({converted.reason}); ask for wav")
+                audio = converted.data
+        except LocalProgramError as exc:
+            raise GatewayHTTPError(503, "backend_not_configured", f"the local speech engine failed: {exc}") from None
+        return RelayResult(200, audio, content_type=FORMAT_TYPES[fmt])
+
     async def speech(self, call: RelayCall) -> RelayResult:
+        if self.gateway.config.openai_audio.backend == "local":
+            return await self._local_speech(_speech_body(call.body))
         self._require_backend()
         data = _speech_body(call.body)
         forwarded = {k: v for k, v in data.items() if k in SPEECH_FIELDS}
@@ -149,6 +181,10 @@ class OpenAIAudioRelay(Relay):
                                    accept="application/octet-stream")
 
     async def transcribe(self, call: RelayCall) -> RelayResult:
+        if self.gateway.config.openai_audio.backend == "local":
+            raise GatewayHTTPError(503, "backend_not_configured",
+                                   "this gateway's speech backend is the local espeak-ng engine: it speaks but "
+                                   "does not transcribe (set relays.openai-audio.backend = \"vendor\")")
         self._require_backend()
         parts = _transcription_parts(call.body, call.headers)
         fields = {name: part[1].decode("utf-8", "replace") for name, part in parts.items()

@@ -20,7 +20,7 @@ import wave
 from typing import Any
 
 from hermes.errors import ToolError
-from hermes.tools.audio.convert import convert, espeak
+from hermes.media.speech import convert, espeak
 from hermes.tools.audio.piper import piper_speak, resolve_voice
 from hermes.tools.image.media import MP3, OGG, WAV, MediaType, save_media, sniff_audio
 from hermes.tools.image.runtime import Access, MediaContext, http_client, text_arg, vendor_failure

@@ -18,7 +18,6 @@ untouched; vendor failures as a :class:`~hermes.errors.ToolError` naming the rou
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -230,16 +229,3 @@ def http_client(timeout: float = 60.0) -> httpx.AsyncClient:
     return new_client(timeout)
 
 
-async def run_program(argv: list[str], *, stdin: bytes | None = None, timeout: float) -> tuple[int, bytes, bytes]:
-    """(exit status, stdout, stderr) of ``argv``; the process is killed when ``timeout`` runs out."""
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        out, err = await asyncio.wait_for(process.communicate(stdin), timeout)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        raise ToolError(f"{Path(argv[0]).name} did not finish within {timeout:g} s") from None
-    return process.returncode or 0, out, err

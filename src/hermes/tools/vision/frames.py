@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes.errors import ToolError
-from hermes.tools.image.runtime import run_program
+from hermes.media.programs import run_program
 
 FRAME_WIDTH = 768
 _TIMEOUT = 60.0

@@ -4,9 +4,12 @@ Nothing here is a Python dependency: the programs are found on ``PATH`` when nee
 ``espeak``, ``ffmpeg``, ``sox`` — Debian packages of the same names). Each runs as a subprocess with a
 time limit, never through a shell; text goes to espeak on stdin, so no argument can be injected.
 
-Conversion targets: ``ogg`` (Opus in Ogg, for voice notes), ``mp3`` and ``wav``. ffmpeg does all three;
-sox is used for ``wav`` (and ``mp3`` where its MP3 format library is installed) only when ffmpeg is
-absent — it cannot write Opus.
+Conversion targets: ``ogg`` and ``opus`` (Opus in Ogg, for voice notes), ``mp3``, ``wav``, ``aac`` (ADTS),
+``flac`` and ``pcm`` (raw 16-bit little-endian, 24 kHz mono, as OpenAI's API answers it). ffmpeg does
+them all; sox is used for ``wav`` (and ``mp3`` where its MP3 format library is installed) only when
+ffmpeg is absent — it cannot write Opus.
+
+Used by the ``text_to_speech`` tool and by the gateway server's ``openai-audio`` relay (``local`` backend).
 """
 
 from __future__ import annotations
@@ -17,8 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes.errors import ToolError
-from hermes.tools.image.runtime import run_program
+from hermes.errors import LocalProgramError
+from hermes.media.programs import last_line, run_program
 
 ESPEAK_TIMEOUT = 60.0
 CONVERT_TIMEOUT = 120.0
@@ -26,6 +29,10 @@ _FFMPEG_CODECS: dict[str, tuple[str, ...]] = {
     "ogg": ("-c:a", "libopus", "-b:a", "32k", "-ar", "48000", "-ac", "1", "-application", "voip"),
     "mp3": ("-c:a", "libmp3lame", "-q:a", "4"),
     "wav": ("-c:a", "pcm_s16le"),
+    "opus": ("-c:a", "libopus", "-b:a", "32k", "-ar", "48000", "-ac", "1", "-f", "ogg"),
+    "aac": ("-c:a", "aac", "-b:a", "64k", "-f", "adts"),
+    "flac": ("-c:a", "flac"),
+    "pcm": ("-f", "s16le", "-c:a", "pcm_s16le", "-ar", "24000", "-ac", "1"),
 }
 _SOX_TARGETS = frozenset({"wav", "mp3"})
 
@@ -44,16 +51,11 @@ def converter_for(target: str) -> str | None:
     return None
 
 
-def _tail(err: bytes) -> str:
-    text = err.decode("utf-8", errors="replace").strip().splitlines()
-    return text[-1][:200] if text else "no message"
-
-
 async def espeak(text: str, *, voice: str, words_per_minute: int) -> bytes:
-    """A WAV file of ``text`` spoken by espeak-ng (ToolError when it is missing or fails)."""
+    """A WAV file of ``text`` spoken by espeak-ng (LocalProgramError when it is missing or fails)."""
     binary = espeak_binary()
     if binary is None:
-        raise ToolError("the local speech engine espeak-ng is not installed (Debian/Ubuntu: "
+        raise LocalProgramError("the local speech engine espeak-ng is not installed (Debian/Ubuntu: "
                         "'apt-get install espeak-ng'); or run 'hermes tools' to choose another text-to-speech backend")
     with tempfile.TemporaryDirectory(prefix="hermes-tts-") as folder:
         out = os.path.join(folder, "speech.wav")
@@ -61,7 +63,7 @@ async def espeak(text: str, *, voice: str, words_per_minute: int) -> bytes:
         status, _stdout, err = await run_program(argv, stdin=text.encode("utf-8"), timeout=ESPEAK_TIMEOUT)
         data = Path(out).read_bytes() if os.path.exists(out) else b""
     if status != 0 or not data.startswith(b"RIFF"):
-        raise ToolError(f"espeak-ng failed (exit {status}): {_tail(err)}")
+        raise LocalProgramError(f"espeak-ng failed (exit {status}): {last_line(err)}")
     return data
 
 
@@ -91,5 +93,5 @@ async def convert(data: bytes, *, source_ext: str, target: str) -> Conversion:
         status, _stdout, err = await run_program(argv, timeout=CONVERT_TIMEOUT)
         result = Path(out).read_bytes() if status == 0 and os.path.exists(out) else b""
     if not result:
-        return Conversion(None, f"{program} could not convert the audio: {_tail(err)}")
+        return Conversion(None, f"{program} could not convert the audio: {last_line(err)}")
     return Conversion(result)
