@@ -232,7 +232,10 @@ from hermes.surfaces.clarify_cli import run_clarify_prompt
 from hermes.tools.clarify.core import ClarifySession, Question
 qs = [Question("Which database?", ("PostgreSQL", "SQLite")), Question("Project name?")]
 state = run_clarify_prompt(ClarifySession(qs), 20)
-open(sys.argv[1], "w").write(json.dumps(state.result()))
+import os
+with open(sys.argv[1] + ".tmp", "w") as out:  # renamed when complete: the test never reads half a file
+    out.write(json.dumps(state.result()))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
 """
 
 
