@@ -70,6 +70,8 @@ def test_users_and_tokens(tmp_path: Path) -> None:
 
     link = hermes(home, "users", "login-link", "alice").stdout.split()[-1]
     assert link.startswith("http://127.0.0.1:8787/device?login=ll_")
+    dash = hermes(home, "users", "login-link", "alice", "--dashboard").stdout.split()[-1]
+    assert dash.startswith("http://127.0.0.1:8787/dashboard?login=ll_") and dash.split("=")[1] != link.split("=")[1]
     admin = hermes(home, "admin-token").stdout.strip()
     assert admin.startswith("gwadm_") and hermes(home, "admin-token").stdout.strip() == admin
     ghost = hermes(home, "users", "add", "ghost", "--plan", "paid", "--expires", "yesterday", check=False)

@@ -65,6 +65,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp = usub.add_parser("login-link", help="print a one-time link that lets the user approve a login")
     sp.add_argument("name")
     sp.add_argument("--minutes", type=float, default=15.0, help="validity (default 15)")
+    sp.add_argument("--dashboard", action="store_true", help="a link that signs in to the usage dashboard instead")
     _common(sp)
 
     tokens = sub.add_parser("tokens", help="issue, list and revoke access tokens")
@@ -162,9 +163,13 @@ def _users(gw: Gateway, args: argparse.Namespace) -> int:
     elif cmd == "login-link":
         user = acc.get_user(args.name)
         secret = gw.oauth.create_login_link(user, args.minutes)
-        print(f"one-time login link for {user.name} (valid {args.minutes:g} min; open it, enter the code shown in "
-              f"the terminal, approve):")
-        print(f"{gw.config.base_url()}/device?login={secret}")
+        if args.dashboard:
+            print(f"one-time dashboard link for {user.name} (valid {args.minutes:g} min; opening it signs in):")
+            print(f"{gw.config.base_url()}/dashboard?login={secret}")
+        else:
+            print(f"one-time login link for {user.name} (valid {args.minutes:g} min; open it, enter the code shown "
+                  f"in the terminal, approve):")
+            print(f"{gw.config.base_url()}/device?login={secret}")
     return 0
 
 
