@@ -5,12 +5,15 @@ Usage::
     .venv/bin/python benchmarks/bench_gateway_relay.py                       # defaults below
     .venv/bin/python benchmarks/bench_gateway_relay.py --requests 5000 --duration 10 --concurrency 32
     .venv/bin/python benchmarks/bench_gateway_relay.py --plan free --access-log file
+    .venv/bin/python benchmarks/bench_gateway_relay.py --scale          # PostgreSQL + Redis mode
 
 Three processes: the Firecrawl fake (``tests/fakes/vendors``) under uvicorn, the real gateway started
 as a user would (``hermes toolgateway serve`` with a config pointing its firecrawl relay at the fake),
 and this client. The gateway path is the full pipeline: JWT verification, the revocation/user lookup,
 entitlement, rate limit, quota reservation (``--plan free``: an atomic SQLite upsert per call; ``paid``:
-no quota), the vendor call on the shared ``httpx.AsyncClient`` and the usage insert.
+no quota), the vendor call on the shared ``httpx.AsyncClient`` and the usage insert. ``--scale`` runs the
+gateway on a throw-away PostgreSQL cluster and Redis server (started with ``tests/pg_redis.py``) with the
+Redis rate limiter switched on, as several hosts would.
 
 * **Latency** — sequential ``POST /v2/search`` on one keep-alive connection, direct to the fake and
   via the gateway (pinned form ``/relay/firecrawl``), interleaved in rounds so drift hits both alike.
@@ -35,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -137,7 +141,28 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients under load (16)")
     parser.add_argument("--plan", choices=("paid", "free"), default="paid", help="paid: no quota; free: quota")
     parser.add_argument("--access-log", choices=("off", "file"), default="file", help="gateway access log (file)")
+    parser.add_argument("--scale", action="store_true", help="PostgreSQL + Redis (throw-away servers) instead of "
+                        "SQLite, with the Redis rate limiter on")
     args = parser.parse_args()
+    stops: list[Any] = []
+    storage = ""
+    rate = "[rate_limit]\nper_second = 0\nburst = 0\n"
+    if args.scale:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from pg_redis import PostgresServer, RedisServer
+
+        pg, rd = PostgresServer(), RedisServer()
+        stops += [pg.stop, rd.close]
+        storage = f'database_url = "{pg.database()}"\nredis_url = "{rd.url}"\n'
+        rate = "[rate_limit]\nper_second = 1000000\nburst = 1000000\n"  # on, but never the limit
+    try:
+        run(args, storage, rate)
+    finally:
+        for stop in stops:
+            stop()
+
+
+def run(args: argparse.Namespace, storage: str, rate: str) -> None:
 
     from hermes.toolgateway.config import load_config
     from hermes.toolgateway.services import Gateway
@@ -148,7 +173,7 @@ def main() -> None:
     log = "off" if args.access_log == "off" else str(tmp / "access.log")
     cfg_path = tmp / "gateway.toml"
     cfg_path.write_text(
-        f'access_log = "{log}"\n[rate_limit]\nper_second = 0\nburst = 0\n'
+        f'access_log = "{log}"\n{storage}{rate}'
         f'[plans.free]\nmonthly = {{ firecrawl = 100000000 }}\n'
         f'[relays.firecrawl]\nfirecrawl_url = "{vendor_url}"\nfirecrawl_api_key = "{VENDOR_KEY}"\n'
     )
@@ -169,7 +194,8 @@ def main() -> None:
         wait_ready(f"http://127.0.0.1:{fport}/", floor)
         direct = (vendor_url + "/v2/search", {"authorization": f"Bearer {VENDOR_KEY}"})
         via = (gateway_url + "/relay/firecrawl/v2/search", {"authorization": f"Bearer {token}"})
-        print(f"relay overhead, plan {args.plan}, access log {args.access_log}, {os.cpu_count()} CPUs, "
+        print(f"relay overhead, plan {args.plan}, access log {args.access_log}, "
+              f"{'PostgreSQL + Redis' if args.scale else 'SQLite'}, {os.cpu_count()} CPUs, "
               f"Python {sys.version.split()[0]}")
         bare = (f"http://127.0.0.1:{fport}/v2/search", {})
         d_lat: list[float] = []
