@@ -4,8 +4,8 @@
 # Creates (or reuses) a separate venv with the unmodified upstream client, hermes-agent 0.19.0, plus the
 # two SDKs it would otherwise pip-install on first use (firecrawl-py, fal-client), then runs
 # tests/compat/upstream_driver.py with OUR venv: vendor fakes + `hermes toolgateway serve`, a device-code
-# login of the upstream client through our portal, and its web search, web extract, image generation and
-# text-to-speech tools through our relays.
+# login of the upstream client through our portal, and its web search, web extract, image generation (FAL
+# and Krea), text-to-speech, speech-to-text and terminal (managed Modal sandbox) paths through our relays.
 #
 #   scripts/upstream_compat.sh                  # set up if needed, then run the check
 #   scripts/upstream_compat.sh --setup-only     # only create/refresh the upstream venv

@@ -8,6 +8,7 @@ recommend; otherwise as the test's own user (``allow_gateway_user``).
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import os
 import shutil
@@ -27,6 +28,7 @@ from hermes.errors import ConfigError
 from hermes.toolgateway.config import load_config
 from hermes.toolgateway.sandbox_config import SandboxConfig
 from hermes.toolgateway.sandbox_fs import SandboxFS
+from hermes.toolgateway.sandbox_proc import CappedOutput, ExecProcess, Rlimits
 from hermes.toolgateway.sandboxes import resolve_identity
 
 AS_ROOT = os.geteuid() == 0
@@ -377,3 +379,21 @@ def test_folders_of_dead_processes_are_removed_at_start(tmp_path: Path) -> None:
         assert home.parent == fs.run_dir and (home / ".tmp").is_dir()
         fs.close()
     assert not fs.run_dir.exists()
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_commands_run_on_both_event_loops(loop: str, tmp_path: Path) -> None:
+    # regression: uvloop (uvicorn's loop when installed) refused user=/group=/umask= and its stdin pipe is no
+    # asyncio.WriteTransport: every command of `hermes toolgateway serve` failed (126) or never saw its stdin
+    who = resolve_identity(SandboxConfig(backend="local", run_as="nobody" if AS_ROOT else None,
+                                         allow_gateway_user=not AS_ROOT), Path("/tmp") if AS_ROOT else tmp_path)
+    async def run() -> tuple[int | None, str]:
+        out = CappedOutput(4096)
+        proc = await ExecProcess.start("id -u; umask; cat", cwd=Path("/"), env={"PATH": "/usr/bin:/bin"}, identity=who,
+                                       limits=Rlimits(2**31, 10, 2**20), stdin=b"from stdin\n", output=out)
+        code = await proc.wait(10)
+        await proc.drain()
+        proc.close()
+        return code, out.text()
+    runner = asyncio.run if loop == "asyncio" else pytest.importorskip("uvloop").run
+    assert runner(run()) == (0, f"{who.uid}\n0077\nfrom stdin\n")

@@ -1,19 +1,25 @@
 """The server side of the upstream compatibility check: vendor fakes in threads, our gateway as a process.
 
-:class:`Stack` starts the fakes (SearXNG, plain pages, FAL queue, OpenAI audio) on ``127.0.0.1``,
-writes a gateway config pointing the ``firecrawl``, ``fal-queue`` and ``openai-audio`` relays at them,
-and runs ``python -m hermes toolgateway serve --config FILE`` as a subprocess with its own
-``HERMES_HOME`` — the way an operator runs it. :meth:`Stack.cli` runs other ``hermes toolgateway``
-commands against the same database.
+:class:`Stack` starts the fakes (SearXNG, plain pages, FAL queue, OpenAI audio, Krea) on ``127.0.0.1``,
+writes a gateway config pointing the ``firecrawl``, ``fal-queue``, ``openai-audio`` and ``krea`` relays at
+them and turning on the ``modal`` relay's ``local`` sandbox engine, and runs ``python -m hermes
+toolgateway serve --config FILE`` as a subprocess with its own ``HERMES_HOME`` — the way an operator runs
+it. :meth:`Stack.cli` runs other ``hermes toolgateway`` commands against the same database.
+
+Sandboxes live in a folder of their own under ``/tmp`` (mode 0711): when the check runs as root, commands
+run as ``nobody``, who must be able to pass through every folder above them — a pytest or ``tempfile``
+work folder (0700) would stop it. Otherwise they run as the check's own user (``allow_gateway_user``).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -22,11 +28,16 @@ import httpx
 
 from fakes.vendors import ServerThread, pages_app, searxng_app
 from fakes.vendors.fal import FakeFal
+from fakes.vendors.krea import FakeKrea
 from fakes.vendors.openai_audio import FakeOpenAIAudio
 
 #: the operator's vendor keys: only the gateway knows them; the fakes check them
 FAL_KEY = "fal-compat-operator-key"
 OPENAI_KEY = "sk-compat-operator-key"
+KREA_KEY = "krea-compat-operator-key"
+#: what the audio fake "hears" in any file: the upstream's transcript must be exactly this
+TRANSCRIPT = "Transcribed by the audio fake behind our gateway."
+AS_ROOT = os.geteuid() == 0
 
 
 def free_port() -> int:
@@ -42,9 +53,12 @@ class Stack:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.fal = FakeFal(key=FAL_KEY, polls_before_done=2)
-        self.audio = FakeOpenAIAudio(key=OPENAI_KEY)
+        self.audio = FakeOpenAIAudio(key=OPENAI_KEY, transcript=TRANSCRIPT)
+        self.krea = FakeKrea(key=KREA_KEY)
         self.threads = {"searxng": ServerThread(searxng_app()), "pages": ServerThread(pages_app()),
-                        "fal": ServerThread(self.fal.app), "audio": ServerThread(self.audio.app)}
+                        "fal": ServerThread(self.fal.app), "audio": ServerThread(self.audio.app),
+                        "krea": ServerThread(self.krea.app)}
+        self.sandbox_parent: Path | None = None
         self.port = 0
         self.home = workdir / "gateway-home"
         self.config_path = workdir / "gateway.toml"
@@ -64,10 +78,18 @@ class Stack:
     def fake_url(self, name: str) -> str:
         return self.threads[name].url
 
+    @property
+    def sandbox_root(self) -> Path:
+        """Where the ``modal`` relay keeps its sandboxes (the commands' working folders are below it)."""
+        assert self.sandbox_parent is not None, "the stack is not started"
+        return self.sandbox_parent / "sandboxes"
+
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self) -> Stack:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.home.mkdir(exist_ok=True)
+        self.sandbox_parent = Path(tempfile.mkdtemp(prefix="hermes-compat-modal-", dir="/tmp"))
+        self.sandbox_parent.chmod(0o711)
         for thread in self.threads.values():
             thread.start()
         self.port = free_port()
@@ -92,6 +114,9 @@ class Stack:
             self.process = None
         for thread in self.threads.values():
             thread.stop()
+        if self.sandbox_parent is not None:
+            shutil.rmtree(self.sandbox_parent, ignore_errors=True)
+            self.sandbox_parent = None
 
     def __enter__(self) -> Stack:
         try:
@@ -116,8 +141,8 @@ class Stack:
     def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "FIRECRAWL_", "SEARXNG_"))}
         env.update(HERMES_HOME=str(self.home), NO_PROXY="127.0.0.1,localhost")
-        for name in ("OPENAI_API_KEY", "FAL_KEY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
-                     "https_proxy", "all_proxy"):
+        for name in ("OPENAI_API_KEY", "FAL_KEY", "KREA_API_KEY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                     "http_proxy", "https_proxy", "all_proxy"):
             env.pop(name, None)
         return env
 
@@ -140,6 +165,14 @@ class Stack:
             'backend = "vendor"',
             f'url = "{self.fake_url("fal")}"',
             f'api_key = "{FAL_KEY}"',
+            "[relays.krea]",
+            f'url = "{self.fake_url("krea")}"',
+            f'api_key = "{KREA_KEY}"',
+            "[relays.modal]",
+            'backend = "local"',
+            f'root = "{self.sandbox_root}"',
+            'run_as = "nobody"                # the gateway runs as root: commands never do' if AS_ROOT else
+            "allow_gateway_user = true        # not root: commands run as the check's own user",
             "",
         ])
 

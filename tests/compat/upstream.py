@@ -3,8 +3,8 @@
 Everything here runs the upstream package as subprocesses of its own interpreter, with a private
 ``HOME``/``HERMES_HOME`` and an environment that keeps it on this machine:
 
-* the vendor pins ``FIRECRAWL_GATEWAY_URL``, ``FAL_QUEUE_GATEWAY_URL``, ``OPENAI_AUDIO_GATEWAY_URL``
-  point at our gateway's ``/relay/<label>`` origins;
+* the vendor pins (``FIRECRAWL_GATEWAY_URL``, ``FAL_QUEUE_GATEWAY_URL``, ``OPENAI_AUDIO_GATEWAY_URL``,
+  ``KREA_GATEWAY_URL``, ``MODAL_GATEWAY_URL``) point at our gateway's ``/relay/<label>`` origins;
 * ``HTTP(S)_PROXY``/``ALL_PROXY`` point at a closed loopback port and ``NO_PROXY`` lists only
   loopback, so any request the client might make to a host on the internet (the production portal,
   inference API or model catalog) fails locally instead of leaving the machine with our token;
@@ -37,12 +37,21 @@ web:
   backend: firecrawl          # the only web backend that goes through a Tool Gateway
 tts:
   provider: openai            # the only TTS provider that goes through a Tool Gateway
+stt:
+  provider: openai            # the only STT provider that goes through a Tool Gateway
 image_gen:
   provider: fal
+terminal:
+  backend: modal              # the terminal tool runs its commands in a gateway sandbox
+  modal_mode: managed         # never direct Modal (no modal SDK or credentials here)
 security:
   allow_private_urls: true    # the page to extract is served on 127.0.0.1
   allow_lazy_installs: false  # never pip-install during the check (the SDKs are installed up front)
 """
+#: the same, except that image generation names a native Krea model: a portal user's image_generate then
+#: goes to the ``krea`` relay (``image_gen.provider`` must be unset, or ``fal`` would take the call first)
+KREA_CONFIG = UPSTREAM_CONFIG.replace("image_gen:\n  provider: fal\n", "image_gen:\n  model: krea-2-medium\n")
+assert KREA_CONFIG != UPSTREAM_CONFIG
 
 
 class UpstreamError(RuntimeError):
@@ -77,9 +86,10 @@ class Upstream:
         versions: dict[str, str | None] = json.loads(done.stdout)
         return versions
 
-    def prepare(self) -> None:
+    def prepare(self, config: str = UPSTREAM_CONFIG) -> None:
+        """Create the private home and write the client's ``config.yaml`` (again, to switch backends)."""
         self.hermes_home.mkdir(parents=True, exist_ok=True)
-        (self.hermes_home / "config.yaml").write_text(UPSTREAM_CONFIG, encoding="utf-8")
+        (self.hermes_home / "config.yaml").write_text(config, encoding="utf-8")
 
     def env(self) -> dict[str, str]:
         env = {"PATH": f"{self.venv / 'bin'}:/usr/bin:/bin", "HOME": str(self.home),
@@ -164,14 +174,16 @@ class Upstream:
             tmp.replace(path)
 
     # -- tools -------------------------------------------------------------------------------------------
-    def call_tools(self, toolsets: list[str], calls: list[dict[str, Any]], timeout: float = 180.0) -> dict[str, Any]:
-        """Run ``calls`` through the upstream dispatcher (:mod:`compat.upstream_calls`) in one process."""
-        spec = self.workdir / "calls.json"
+    def call_tools(self, toolsets: list[str], calls: list[dict[str, Any]], timeout: float = 180.0,
+                   name: str = "calls") -> dict[str, Any]:
+        """Run ``calls`` through the upstream dispatcher (:mod:`compat.upstream_calls`) in one process;
+        its spec and output are kept as ``NAME.json`` and ``upstream-NAME.log`` in the workdir."""
+        spec = self.workdir / f"{name}.json"
         spec.write_text(json.dumps({"toolsets": toolsets, "calls": calls}), encoding="utf-8")
         done = subprocess.run([str(self.python), str(CALLS_SCRIPT), str(spec)], capture_output=True, text=True,
                               env=self.env(), cwd=self.home, timeout=timeout)
-        (self.workdir / "upstream-calls.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr,
-                                                          encoding="utf-8")
+        (self.workdir / f"upstream-{name}.log").write_text(done.stdout + "\n--- stderr ---\n" + done.stderr,
+                                                           encoding="utf-8")
         last = done.stdout.strip().splitlines()[-1:] if done.stdout.strip() else []
         if done.returncode != 0 or not last:
             raise UpstreamError(f"the upstream tool run failed (exit {done.returncode}): {done.stderr[-2000:]}")

@@ -4,9 +4,11 @@ Runs in OUR venv. It starts the vendor fakes and ``hermes toolgateway serve`` (:
 adds a user with our CLI, logs the unmodified upstream ``hermes-agent`` in through our portal (device
 code; the check approves it on the ``/device`` page with a one-time login link from our CLI), ages the
 stored login so the client refreshes it through our portal, then runs the upstream ``web_search``,
-``web_extract``, ``image_generate`` and ``text_to_speech`` tools with the vendor pins pointing at our
-relays (:mod:`compat.upstream`). Every result is checked twice: in what the upstream tools returned, and
-on our side (the fakes' request logs, the gateway's usage API), plus ``hermes portal info``.
+``web_extract``, ``image_generate`` (FAL), ``text_to_speech`` and ``terminal`` (managed Modal) tools and its
+speech-to-text entry point with the vendor pins pointing at our relays (:mod:`compat.upstream`), and
+``image_generate`` once more with a native Krea model (:mod:`compat.checks_extra`). Every result is
+checked twice: in what the upstream returned, and on our side (the fakes' request logs, the sandbox's
+output, the gateway's usage API), plus ``hermes portal info``.
 
 ``python tests/compat/upstream_driver.py --venv /tmp/upstream-venv [--workdir DIR]`` prints one line per
 check and exits 0 when all pass; ``scripts/upstream_compat.sh`` builds the venv and runs this.
@@ -15,11 +17,9 @@ check and exits 0 when all pass; ``scripts/upstream_compat.sh`` builds the venv 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,48 +28,16 @@ if __package__ in (None, ""):  # run as a script: make tests/ importable (fakes,
 
 import httpx
 
-from compat.stack import FAL_KEY, OPENAI_KEY, Stack
-from compat.upstream import LAZY_SDKS, UPSTREAM_VERSION, Upstream, UpstreamError
+from compat import checks_extra as extra
+from compat.report import Report, loads
+from compat.stack import FAL_KEY, KREA_KEY, OPENAI_KEY, Stack
+from compat.upstream import KREA_CONFIG, LAZY_SDKS, UPSTREAM_VERSION, Upstream, UpstreamError
 from fakes.vendors.openai_audio import FAKE_AUDIO
 
 USER = "upstream-compat"
 QUERY = "tool gateway compatibility"
 SPEECH = "Hello from the upstream client, through our gateway."
 FAL_MODEL = "fal-ai/flux-2/klein/9b"  # upstream's default image model
-
-
-@dataclass
-class Report:
-    """The checks in order; ``ok`` when every one passed. Details never contain tokens or keys."""
-
-    checks: list[tuple[str, bool, str]] = field(default_factory=list)
-    secrets: list[str] = field(default_factory=list)
-
-    def check(self, name: str, ok: bool, detail: str = "") -> bool:
-        for secret in self.secrets:
-            if secret:
-                detail = detail.replace(secret, "***")
-        self.checks.append((name, bool(ok), detail))
-        return bool(ok)
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.checks) and all(passed for _, passed, _ in self.checks)
-
-    def failures(self) -> list[str]:
-        return [f"{name}: {detail}" for name, passed, detail in self.checks if not passed]
-
-    def render(self) -> str:
-        return "\n".join(f"{'PASS' if passed else 'FAIL'}  {name}" + (f"  — {detail}" if detail else "")
-                         for name, passed, detail in self.checks)
-
-
-def _loads(raw: Any) -> dict[str, Any]:
-    try:
-        value = json.loads(raw) if isinstance(raw, str) else raw
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _approve_on_portal(stack: Stack, report: Report) -> Any:
@@ -92,17 +60,17 @@ def _approve_on_portal(stack: Stack, report: Report) -> Any:
 
 def _check_results(stack: Stack, report: Report, out: dict[str, Any], speech_path: Path) -> None:
     offered = set(out.get("offered", []))
-    wanted = {"web_search", "web_extract", "image_generate", "text_to_speech"}
-    report.check("upstream offers the four tools", wanted <= offered, f"offered: {sorted(offered & wanted)}")
+    wanted = {"web_search", "web_extract", "image_generate", "text_to_speech", "terminal"}
+    report.check("upstream offers the five tools", wanted <= offered, f"offered: {sorted(offered & wanted)}")
     results = out.get("results", {})
 
-    search = _loads(results.get("web_search"))
+    search = loads(results.get("web_search"))
     titles = [str(r.get("title", "")) for r in search.get("data", {}).get("web", [])]
     report.check("web_search: results from the SearXNG fake via the gateway",
                  bool(titles) and all(t.startswith("Searx ") and QUERY in t for t in titles),
                  f"{len(titles)} results, first: {titles[:1]}" if titles else str(results.get("web_search"))[:300])
 
-    extract = _loads(results.get("web_extract"))
+    extract = loads(results.get("web_extract"))
     pages = extract.get("results", [])
     content = str(pages[0].get("content", "")) if pages else ""
     report.check("web_extract: the page fake's article, converted by the gateway's local scraper",
@@ -110,7 +78,7 @@ def _check_results(stack: Stack, report: Report, out: dict[str, Any], speech_pat
                  f"title {pages[0].get('title')!r}, {len(content)} chars" if pages else
                  str(results.get("web_extract"))[:300])
 
-    image = _loads(results.get("image_generate"))
+    image = loads(results.get("image_generate"))
     image_url = str(image.get("image") or "")
     report.check("image_generate: the FAL fake's image via the fal-queue relay",
                  bool(image.get("success")) and image_url.startswith(stack.fake_url("fal") + "/files/"),
@@ -122,7 +90,7 @@ def _check_results(stack: Stack, report: Report, out: dict[str, Any], speech_pat
                  and bool((submits[0]["json"] or {}).get("prompt")),
                  f"{len(submits)} submit(s) to {[r['path'] for r in submits]}")
 
-    speech = _loads(results.get("text_to_speech"))
+    speech = loads(results.get("text_to_speech"))
     audio = speech_path.read_bytes() if speech_path.exists() else b""
     report.check("text_to_speech: the OpenAI audio fake's MP3 via the openai-audio relay",
                  bool(speech.get("success")) and audio == FAKE_AUDIO["mp3"],
@@ -143,13 +111,18 @@ def _check_usage(stack: Stack, report: Report) -> None:
     rows = users[0]["by_tool"] if users else []
     metered = {(r["category"], r["operation"]): (r["succeeded"], r["units"]) for r in rows}
     expected = {("firecrawl", "search"): 1, ("firecrawl", "scrape"): 1, ("fal", "submit"): 1,
-                ("openai-audio", "speech"): len(SPEECH)}
+                ("openai-audio", "speech"): len(SPEECH), ("openai-audio", "transcription"): 1,
+                ("krea", "generate"): 1, ("modal", "create"): 1, ("modal", "exec"): 2}
     for key, units in expected.items():
         succeeded, got = metered.get(key, (0, 0))
         report.check(f"gateway metered {key[0]} {key[1]}", succeeded >= 1 and got == units,
                      f"succeeded {succeeded}, units {got} (expected {units})")
-    report.check("gateway metered the FAL status and result polls", metered.get(("fal", "status"), (0, 0))[0] >= 1
-                 and metered.get(("fal", "result"), (0, 0))[0] >= 1, f"rows: {sorted(metered)}")
+    for what, keys in (("the FAL status and result polls", (("fal", "status"), ("fal", "result"))),
+                       ("the Krea job polls", (("krea", "job"),)),
+                       ("the sandbox's termination (the upstream's exit hook)", (("modal", "terminate"),))):
+        report.check(f"gateway recorded {what} at 0 units",
+                     all(metered.get(k, (0, -1))[0] >= 1 and metered.get(k, (0, -1))[1] == 0 for k in keys),
+                     f"{[(k[1], metered.get(k)) for k in keys]}")
 
 
 def _check_portal_info(text: str, report: Report) -> None:
@@ -157,7 +130,7 @@ def _check_portal_info(text: str, report: Report) -> None:
     report.check("portal info: logged in", any(line.startswith("Auth:") and "logged in" in line
                                                and "not logged in" not in line for line in lines.values()),
                  next((v for v in lines.values() if v.startswith("Auth:")), "no Auth line"))
-    for row in ("Web tools", "Image generation", "OpenAI TTS"):
+    for row in ("Web tools", "Image generation", "OpenAI TTS", "Speech-to-text", "Modal execution"):
         line = next((v for k, v in lines.items() if k.startswith(row)), "")
         report.check(f"portal info: {row} via Nous Portal (our gateway)", "via Nous Portal" in line,
                      line or f"no {row} row")
@@ -175,7 +148,8 @@ def run_check(venv: Path, workdir: Path) -> Report:
         # firecrawl-py resolves "/v2/…" against the origin's root, so its pin is the bare origin
         pins = {"FIRECRAWL_GATEWAY_URL": stack.url,
                 "FAL_QUEUE_GATEWAY_URL": stack.relay_url("fal-queue"),
-                "OPENAI_AUDIO_GATEWAY_URL": stack.relay_url("openai-audio")}
+                "OPENAI_AUDIO_GATEWAY_URL": stack.relay_url("openai-audio"),
+                "KREA_GATEWAY_URL": stack.relay_url("krea"), "MODAL_GATEWAY_URL": stack.relay_url("modal")}
         upstream = Upstream(venv, workdir, pins, stack.url)
         upstream.prepare()
         stack.cli("users", "add", USER, "--plan", "paid")
@@ -191,11 +165,13 @@ def run_check(venv: Path, workdir: Path) -> Report:
             first = (state.get("access_token"), state.get("refresh_token"))
             upstream.age_access_token(60)
             speech_path = workdir / "speech.mp3"
-            out = upstream.call_tools(["web", "image_gen", "tts"], [
+            note = extra.voice_note(workdir)
+            out = upstream.call_tools(["web", "image_gen", "tts", "terminal"], [
                 {"tool": "web_search", "args": {"query": QUERY, "limit": 3}},
                 {"tool": "web_extract", "args": {"urls": [f"{stack.fake_url('pages')}/article"]}},
                 {"tool": "image_generate", "args": {"prompt": "a small red square", "aspect_ratio": "square"}},
                 {"tool": "text_to_speech", "args": {"text": SPEECH, "output_path": str(speech_path)}},
+                *extra.extra_calls(note),
             ])
             state = upstream.auth_state()
             report.secrets += [str(state.get("access_token", "")), str(state.get("refresh_token", ""))]
@@ -203,12 +179,18 @@ def run_check(venv: Path, workdir: Path) -> Report:
                          state.get("access_token") != first[0] and state.get("refresh_token") != first[1]
                          and bool(state.get("refresh_token")), "new access and refresh tokens stored")
             _check_results(stack, report, out, speech_path)
+            extra.check_transcription(stack, report, out.get("results", {}), note)
+            extra.check_sandbox(stack, report, out.get("results", {}))
+            upstream.prepare(KREA_CONFIG)  # a native Krea model: image_generate now goes to the krea relay
+            krea = upstream.call_tools(["image_gen"], extra.krea_calls(), name="krea-calls")
+            extra.check_krea(stack, report, krea.get("results", {}))
+            extra.check_no_token_at_fakes(stack, report)
             _check_usage(stack, report)
             _check_portal_info(upstream.portal_info(), report)
         except (UpstreamError, RuntimeError, OSError, ValueError, KeyError) as exc:
             report.check("upstream run completed", False, f"{type(exc).__name__}: {exc}")
         log = stack.access_log.read_text(encoding="utf-8", errors="replace") if stack.access_log.exists() else ""
-    leaked = [s for s in [*report.secrets, FAL_KEY, OPENAI_KEY] if s and s in log]
+    leaked = [s for s in [*report.secrets, FAL_KEY, OPENAI_KEY, KREA_KEY] if s and s in log]
     report.check("no token, refresh token, login link or vendor key in the gateway's access log", not leaked,
                  f"{len(leaked)} secret(s) found" if leaked else f"{len(log.splitlines())} log lines")
     report.check("gateway stopped cleanly (SIGTERM → exit 0)", stack.exit_code == 0, f"exit {stack.exit_code}")

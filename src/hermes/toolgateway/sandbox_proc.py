@@ -6,8 +6,8 @@
 * **its own session** (``start_new_session``): the shell and everything it starts share one process
   group, which :meth:`ExecProcess.kill_group` ends with ``SIGKILL`` (a command that calls ``setsid``
   itself leaves the group and is not reached — see the security notes in ``docs/gateway/server.md``);
-* **another Unix user** when the gateway runs as root: ``user=``/``group=``/``extra_groups=[]`` of
-  :class:`subprocess.Popen` (the supplementary groups of root are dropped too);
+* **another Unix user** when the gateway runs as root: the child drops root's supplementary groups and
+  switches group and user before ``exec``;
 * **resource limits** applied in the child before ``exec`` (:class:`Rlimits`): address space, CPU
   seconds, largest file, number of processes (only with a separate user: the kernel counts it per
   user), no core files, a lower priority; umask 077;
@@ -15,6 +15,13 @@
   environment reaches the command, so no vendor key, admin token or database address can;
 * **stdout and stderr merged** into one pipe, in the order written, kept in a :class:`CappedOutput`
   (the first and last halves of ``max_output_bytes``); **stdin** is ``stdinData`` or ``/dev/null``.
+
+The user switch, umask and limits all happen in one ``preexec_fn`` (:meth:`Rlimits.preexec`), not through
+the ``user=``, ``group=``, ``extra_groups=`` and ``umask=`` arguments of :class:`subprocess.Popen`:
+uvloop's ``subprocess_exec`` (which uvicorn uses whenever uvloop is installed, as with
+``uvicorn[standard]``) refuses those arguments, and every command would fail to start. A failure in the
+child before ``exec`` (for example the user switch) aborts the command on both loops; it never runs as
+the gateway's user.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 SHELL = "/bin/sh"
 DRAIN_SECONDS = 0.5
@@ -78,8 +86,9 @@ class Rlimits:
     processes: int = 0
     nice: int = 0
 
-    def preexec(self) -> Callable[[], None]:
-        """The function the child runs before ``exec``: only ``setrlimit`` and ``nice`` calls.
+    def preexec(self, identity: Identity | None = None) -> Callable[[], None]:
+        """The function the child runs before ``exec``: ``setrlimit``, ``nice`` and ``umask(077)``, then,
+        when ``identity.switch``, no supplementary groups, ``setgid`` and ``setuid`` (in that order).
 
         Each wanted limit is lowered to the gateway's own hard limit first (the child cannot raise it).
         """
@@ -94,12 +103,18 @@ class Rlimits:
                 value = min(value, hard)
             pairs.append((which, (value, value)))
         nice = self.nice
+        switch = (identity.uid, identity.gid) if identity is not None and identity.switch else None
 
         def apply() -> None:
             for which, pair in pairs:
                 resource.setrlimit(which, pair)
             if nice:
                 os.nice(nice)
+            os.umask(0o077)
+            if switch is not None:
+                os.setgroups([])
+                os.setgid(switch[1])
+                os.setuid(switch[0])
 
         return apply
 
@@ -160,15 +175,14 @@ class ExecProcess:
             lambda: _Protocol(output, loop), SHELL, "-c", command,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(cwd), env=dict(env),
-            start_new_session=True, close_fds=True, umask=0o077, preexec_fn=limits.preexec(),
-            user=identity.uid if identity.switch else None, group=identity.gid if identity.switch else None,
-            extra_groups=[] if identity.switch else None)
+            start_new_session=True, close_fds=True, preexec_fn=limits.preexec(identity))
         proc = cls(transport, protocol)
         if stdin is not None:
             pipe = transport.get_pipe_transport(0)
-            if isinstance(pipe, asyncio.WriteTransport):
-                pipe.write(stdin)
-                pipe.close()  # flushes what the child has not read yet, then gives it end of file
+            if pipe is not None:  # uvloop's pipe transports write like asyncio's but do not subclass them
+                writer = cast(asyncio.WriteTransport, pipe)
+                writer.write(stdin)
+                writer.close()  # flushes what the child has not read yet, then gives it end of file
         return proc
 
     async def wait(self, timeout: float | None) -> int | None:
