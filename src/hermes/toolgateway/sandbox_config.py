@@ -45,6 +45,8 @@ class SandboxConfig:
     default_exec_timeout: float = 60.0
     exec_wait: float = 5.0
     max_output_bytes: int = MIB
+    max_output_kept_per_user: int = 32 * MIB  # finished execs' output held per user (oldest dropped first)
+    max_output_kept: int = 256 * MIB  # the same, all users together
     max_memory_mib: int = 8192
     max_file_mib: int = 1024
     max_processes: int = 256
@@ -74,6 +76,10 @@ def sandbox_config(table: Mapping[str, Any]) -> SandboxConfig:
     path = read.word("path") or DEFAULT_PATH
     per_user = read.integer("max_per_user", 4, minimum=1, maximum=10_000)
     total = read.integer("max_sandboxes", 32, minimum=1, maximum=100_000)
+    output = read.integer("max_output_bytes", MIB, minimum=1024, maximum=64 * MIB)
+    # never below one exec's output, so the exec that just finished always keeps its own
+    kept_per_user = max(read.integer("max_output_kept_per_user", 32 * MIB, minimum=1024, maximum=1 << 40), output)
+    kept = max(read.integer("max_output_kept", 256 * MIB, minimum=1024, maximum=1 << 40), kept_per_user)
     return SandboxConfig(
         backend=str(backend),
         root=Path(root).expanduser() if root is not None else None,
@@ -91,7 +97,9 @@ def sandbox_config(table: Mapping[str, Any]) -> SandboxConfig:
         max_exec_timeout=read.number("max_exec_timeout", 3600.0, minimum=1, maximum=7 * 86400),
         default_exec_timeout=read.number("default_exec_timeout", 60.0, minimum=1, maximum=7 * 86400),
         exec_wait=read.number("exec_wait", 5.0, minimum=0, maximum=60),
-        max_output_bytes=read.integer("max_output_bytes", MIB, minimum=1024, maximum=64 * MIB),
+        max_output_bytes=output,
+        max_output_kept_per_user=kept_per_user,
+        max_output_kept=kept,
         max_memory_mib=read.integer("max_memory_mib", 8192, minimum=64, maximum=1 << 30),
         max_file_mib=read.integer("max_file_mib", 1024, minimum=1, maximum=1 << 30),
         max_processes=read.integer("max_processes", 256, minimum=8, maximum=1 << 22),

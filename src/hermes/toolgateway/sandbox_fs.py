@@ -15,18 +15,24 @@ sandbox user cannot change) records its last use, and homes unused for ``keep_da
 A working directory is confined to the sandbox's home **after resolving symbolic links**
 (:func:`resolve_cwd`). That keeps well-meaning clients inside; it is not a security boundary (any
 command can ``cd /``) — the Unix user is.
+
+The gateway (root, when it switches users) never follows a path component that the sandbox user
+controls: folders inside a home are created and handed over through descriptors opened with
+``O_NOFOLLOW`` (:meth:`SandboxFS.make_dirs`), trees are deleted the same way (:func:`_remove`), and a
+command changes into its working directory only after it became the sandbox user
+(:meth:`~hermes.toolgateway.sandbox_proc.Rlimits.preexec`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
+import logging
 import os
 import secrets
-import shutil
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import IO
@@ -35,34 +41,144 @@ from hermes.toolgateway.errors import GatewayHTTPError
 from hermes.toolgateway.sandbox_proc import Identity
 
 MAX_CWD = 4096
+log = logging.getLogger("hermes.toolgateway.sandboxes")
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def open_dir(name: str | Path, dir_fd: int | None = None) -> int:
+    """A descriptor of the folder ``name`` (in ``dir_fd``); NotADirectoryError when it is a symbolic link."""
+    return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+
+
+def child_dir(parent: int, name: str, mode: int, owner: Identity | None = None) -> tuple[int, bool]:
+    """Open the folder ``name`` in the open folder ``parent``, creating it when missing; never follows a link.
+
+    A folder created here gets exactly ``mode`` and, with ``owner``, that user as owner — both set
+    through the new folder's own descriptor, so a symbolic link planted meanwhile is refused (OSError),
+    not followed. Answers the descriptor and whether the folder was created.
+    """
+    if name in ("", ".", "..") or "/" in name:
+        raise OSError(errno.EINVAL, f"not a folder name: {name!r}")
+    try:
+        os.mkdir(name, mode, dir_fd=parent)
+        created = True
+    except FileExistsError:
+        created = False
+    fd = open_dir(name, parent)
+    try:
+        if created and os.fstat(fd).st_uid == os.geteuid():  # ours: not a folder swapped in meanwhile
+            os.fchmod(fd, mode)
+            if owner is not None and owner.switch:
+                os.fchown(fd, owner.uid, owner.gid)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, created
 
 
 def _mkdir(path: Path, mode: int) -> None:
-    path.mkdir(mode=mode, exist_ok=True)
-    os.chmod(path, mode)
+    """Create a folder of the gateway's own (its parent is the gateway's too) and give it ``mode``."""
+    parent = open_dir(path.parent)
+    try:
+        fd, _ = child_dir(parent, path.name, mode)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(parent)
+
+
+def _unlink(parent: int, name: str, *, folder: bool) -> None:
+    """Delete one entry of an open folder; a read-only folder (the gateway's own user) is opened up first."""
+    remove = os.rmdir if folder else os.unlink
+    try:
+        remove(name, dir_fd=parent)
+    except PermissionError:
+        os.fchmod(parent, stat.S_IRWXU)
+        remove(name, dir_fd=parent)
+
+
+def _descend(parent: int, name: str) -> int | None:
+    """The open folder ``name`` of ``parent`` to empty, or None once a file or link of that name is deleted."""
+    try:
+        return open_dir(name, parent)
+    except NotADirectoryError:  # a file, or a link (never followed)
+        _unlink(parent, name, folder=False)
+    except PermissionError:  # a folder the gateway's own user closed: open it up through a link-proof handle
+        handle = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        try:
+            if stat.S_ISDIR(os.fstat(handle).st_mode):
+                os.chmod(f"/proc/self/fd/{handle}", stat.S_IRWXU)
+        finally:
+            os.close(handle)
+        return open_dir(name, parent)
+    except FileNotFoundError:
+        pass
+    return None
+
+
+def _clear(top: int) -> int:
+    """Delete everything inside the open folder ``top`` without following a link; how many entries failed.
+
+    Depth first with a stack of open folders (no recursion, so any depth the descriptor limit allows).
+    """
+    failed = 0
+    stack: list[tuple[int, str, list[str]]] = [(top, "", os.listdir(top))]
+    try:
+        while stack:
+            fd, name, left = stack[-1]
+            if left:
+                entry = left.pop()
+                try:
+                    child = _descend(fd, entry)
+                    if child is not None:
+                        try:
+                            stack.append((child, entry, os.listdir(child)))
+                        except OSError:
+                            os.close(child)
+                            raise
+                except OSError:
+                    failed += 1
+                continue
+            stack.pop()
+            if stack:
+                os.close(fd)
+                try:
+                    _unlink(stack[-1][0], name, folder=True)
+                except OSError:
+                    failed += 1
+    finally:
+        for fd, _, _ in stack[1:]:
+            os.close(fd)
+    return failed
 
 
 def _remove(path: Path) -> None:
-    """Delete a tree that may hold read-only folders; never follows symbolic links out of it."""
+    """Delete a tree that may hold read-only folders (best effort); never follows a symbolic link in it.
 
-    def retry(func: object, name: str, exc: BaseException) -> None:
-        with contextlib.suppress(OSError):
-            parent = os.path.dirname(name)
-            os.chmod(parent, stat.S_IRWXU)
-            if os.path.isdir(name) and not os.path.islink(name):
-                os.chmod(name, stat.S_IRWXU)
-                shutil.rmtree(name, ignore_errors=True)
-            else:
-                os.unlink(name)
-
-    if path.is_symlink():
-        path.unlink()
-    elif not path.exists():
+    Everything below ``path``'s parent (a folder of the gateway's own) is reached through folder
+    descriptors opened with ``O_NOFOLLOW``: a link the sandbox user plants, even while this runs, is
+    deleted, not followed, and no mode is changed through a name the sandbox user could swap.
+    """
+    try:
+        parent = open_dir(path.parent)
+    except OSError:
         return
-    elif sys.version_info >= (3, 12):
-        shutil.rmtree(path, onexc=retry)
-    else:
-        shutil.rmtree(path, onerror=lambda func, name, info: retry(func, name, info[1]))
+    try:
+        top = _descend(parent, path.name)
+        if top is not None:
+            try:
+                failed = _clear(top)
+            finally:
+                os.close(top)
+            if failed:
+                log.warning("could not delete %d entries in %s", failed, path)
+            _unlink(parent, path.name, folder=True)
+    except OSError as exc:
+        log.warning("could not delete %s: %s", path, exc)
+    finally:
+        os.close(parent)
 
 
 def reachable_by(path: Path, identity: Identity) -> Path | None:
@@ -127,18 +243,23 @@ class SandboxFS:
             self._lock.close()
             self._lock = None
 
-    def _own(self, path: Path) -> None:
-        if self.identity.switch:
-            os.chown(path, self.identity.uid, self.identity.gid)
-
     def _home(self, home: Path) -> Path:
-        fresh = not home.exists()
-        _mkdir(home, 0o700)
-        if fresh:
-            self._own(home)
-            tmp = home / ".tmp"
-            _mkdir(tmp, 0o700)
-            self._own(tmp)
+        """Open (or create, with ``.tmp``, both the sandbox user's) a home whose parent is the gateway's."""
+        parent = open_dir(home.parent)
+        try:
+            fd, fresh = child_dir(parent, home.name, 0o700)
+            try:
+                if fresh:  # .tmp is made while the home is still the gateway's, then the home is handed over
+                    tmp, _ = child_dir(fd, ".tmp", 0o700, self.identity)
+                    os.close(tmp)
+                    if self.identity.switch:
+                        os.fchown(fd, self.identity.uid, self.identity.gid)
+                else:
+                    os.fchmod(fd, 0o700)
+            finally:
+                os.close(fd)
+        finally:
+            os.close(parent)
         return home.resolve()
 
     def new_home(self, sandbox_id: str) -> Path:
@@ -178,15 +299,25 @@ class SandboxFS:
         return gone
 
     def make_dirs(self, path: Path, home: Path) -> None:
-        """Create ``path`` (inside ``home``) with every missing parent, owned by the sandbox user."""
-        missing: list[Path] = []
-        current = path
-        while current != home and not current.exists():
-            missing.append(current)
-            current = current.parent
-        for folder in reversed(missing):
-            _mkdir(folder, 0o700)
-            self._own(folder)
+        """Create ``path`` (inside ``home``) with every missing parent, owned by the sandbox user.
+
+        The sandbox user controls every folder below ``home``, and may swap one for a symbolic link at
+        any moment (after :func:`resolve_cwd` looked). So the walk goes down from ``home`` one folder
+        descriptor at a time, each opened with ``O_NOFOLLOW``, and a new folder's mode and owner are set
+        through its descriptor: a link or file on the way is an OSError, and nothing outside is touched.
+        """
+        try:
+            parts = path.relative_to(home).parts
+        except ValueError:
+            raise OSError(errno.EINVAL, f"{path} is not inside {home}") from None
+        fd = open_dir(home)
+        try:
+            for part in parts:
+                child, _ = child_dir(fd, part, 0o700, self.identity)
+                os.close(fd)
+                fd = child
+        finally:
+            os.close(fd)
 
 
 def resolve_cwd(value: object, *, home: Path, base: Path, aliases: tuple[str, ...]) -> Path:
@@ -215,4 +346,4 @@ def resolve_cwd(value: object, *, home: Path, base: Path, aliases: tuple[str, ..
     return real
 
 
-__all__ = ["SandboxFS", "reachable_by", "resolve_cwd"]
+__all__ = ["DIR_FLAGS", "SandboxFS", "child_dir", "open_dir", "reachable_by", "resolve_cwd"]

@@ -7,7 +7,7 @@
   group, which :meth:`ExecProcess.kill_group` ends with ``SIGKILL`` (a command that calls ``setsid``
   itself leaves the group and is not reached — see the security notes in ``docs/gateway/server.md``);
 * **another Unix user** when the gateway runs as root: the child drops root's supplementary groups and
-  switches group and user before ``exec``;
+  switches group and user before ``exec``, and only then changes into the working directory;
 * **resource limits** applied in the child before ``exec`` (:class:`Rlimits`): address space, CPU
   seconds, largest file, number of processes (only with a separate user: the kernel counts it per
   user), no core files, a lower priority; umask 077;
@@ -61,8 +61,23 @@ class CappedOutput:
                 del self.tail[: len(self.tail) - self.half]
 
     @property
+    def size(self) -> int:
+        """Bytes held."""
+        return len(self.head) + len(self.tail)
+
+    @property
     def truncated(self) -> bool:
         return self.total > len(self.head) + len(self.tail)
+
+    def compact(self) -> None:
+        """Hold no more memory than the bytes kept (for output that is complete)."""
+        self.head = bytearray(self.head)
+        self.tail = bytearray(self.tail)
+
+    def release(self) -> None:
+        """Forget every byte kept (``total`` stays, so the output counts as truncated)."""
+        self.head = bytearray()
+        self.tail = bytearray()
 
     def text(self) -> str:
         """The output as text (UTF-8, undecodable bytes replaced), with a marker where bytes were dropped."""
@@ -86,9 +101,11 @@ class Rlimits:
     processes: int = 0
     nice: int = 0
 
-    def preexec(self, identity: Identity | None = None) -> Callable[[], None]:
+    def preexec(self, identity: Identity | None = None, cwd: Path | None = None) -> Callable[[], None]:
         """The function the child runs before ``exec``: ``setrlimit``, ``nice`` and ``umask(077)``, then,
-        when ``identity.switch``, no supplementary groups, ``setgid`` and ``setuid`` (in that order).
+        when ``identity.switch``, no supplementary groups, ``setgid`` and ``setuid`` (in that order), and
+        last ``chdir(cwd)`` — as the new user, so a symbolic link the sandbox user planted in the path
+        is followed with that user's rights only, never root's.
 
         Each wanted limit is lowered to the gateway's own hard limit first (the child cannot raise it).
         """
@@ -104,6 +121,7 @@ class Rlimits:
             pairs.append((which, (value, value)))
         nice = self.nice
         switch = (identity.uid, identity.gid) if identity is not None and identity.switch else None
+        folder = str(cwd) if cwd is not None else None
 
         def apply() -> None:
             for which, pair in pairs:
@@ -115,6 +133,8 @@ class Rlimits:
                 os.setgroups([])
                 os.setgid(switch[1])
                 os.setuid(switch[0])
+            if folder is not None:
+                os.chdir(folder)
 
         return apply
 
@@ -174,8 +194,8 @@ class ExecProcess:
         transport, protocol = await loop.subprocess_exec(
             lambda: _Protocol(output, loop), SHELL, "-c", command,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=str(cwd), env=dict(env),
-            start_new_session=True, close_fds=True, preexec_fn=limits.preexec(identity))
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(env),
+            start_new_session=True, close_fds=True, preexec_fn=limits.preexec(identity, cwd))
         proc = cls(transport, protocol)
         if stdin is not None:
             pipe = transport.get_pipe_transport(0)

@@ -8,6 +8,12 @@ when several gateway processes serve it.
 
 A record is returned only to its owner: :meth:`SandboxStore.get` answers None for someone else's id,
 the same as for an unknown one.
+
+Exec output is the bulk of what records hold, so it has a budget (:class:`OutputBudget`): finished
+execs' output beyond ``max_output_kept_per_user`` / ``max_output_kept`` is dropped oldest first, and
+a terminated sandbox keeps only its execs' status, returncode and note (one the reaper ended keeps its
+output, still counted, until it is forgotten). A poll of such an exec answers ``output`` as a
+``[sandbox: …]`` line saying so, with ``"outputDropped": true``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ from hermes.toolgateway.sandbox_proc import CappedOutput
 
 TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout"})
 TIMEOUT_CODE, CANCEL_CODE, START_FAILED_CODE = 124, 130, 126
+ENDED = "the sandbox has ended"
+TERMINATED = "the sandbox was terminated"
+OVER_USER = "the gateway keeps a limited amount of finished commands' output per user, the most recent first"
+OVER_TOTAL = "the gateway keeps a limited amount of finished commands' output, the most recent first"
 
 
 def _iso(ts: float | None) -> str | None:
@@ -67,6 +77,7 @@ class Exec:
         self.returncode: int | None = None
         self.output = CappedOutput(max_output)
         self.note = ""
+        self.dropped: str | None = None  # why the output is no longer kept
         self.started = time.time()
         self.finished: float | None = None
         self.pgid: int | None = None
@@ -80,12 +91,23 @@ class Exec:
         self.status, self.returncode, self.note, self.finished = status, returncode, note, time.time()
         self.done.set()
 
+    def drop_output(self, why: str) -> None:
+        """Forget the output of a finished exec (status, returncode and note stay); ``why`` is shown instead."""
+        if self.dropped is None and self.output.size:
+            self.dropped = f"[sandbox: the {self.output.total} bytes of output of this command are no longer " \
+                           f"kept: {why}]"
+        self.output.release()
+
     def view(self) -> dict[str, Any]:
-        text = self.output.text()
+        text = self.output.text() if self.dropped is None else self.dropped
         if self.note:
             text = f"{text}\n{self.note}" if text else self.note
-        return {"execId": self.id, "status": self.status, "output": text, "returncode": self.returncode,
-                "truncated": self.output.truncated, "startedAt": _iso(self.started), "finishedAt": _iso(self.finished)}
+        out = {"execId": self.id, "status": self.status, "output": text, "returncode": self.returncode,
+               "truncated": self.output.truncated, "startedAt": _iso(self.started),
+               "finishedAt": _iso(self.finished)}
+        if self.dropped is not None:
+            out["outputDropped"] = True
+        return out
 
 
 class Sandbox:
@@ -100,6 +122,7 @@ class Sandbox:
         self.status = "running"
         self.ended: float | None = None
         self.persisted = False
+        self.output_kept = True  # False once terminated: its execs' output is released
         self.execs: OrderedDict[str, Exec] = OrderedDict()
         self.groups: set[int] = set()
 
@@ -123,10 +146,61 @@ class Sandbox:
         return out
 
 
-class SandboxStore:
-    """The sandbox records of this process: by id, and by (owner, idempotency key) while running."""
+class OutputBudget:
+    """The bytes of finished execs' output held in memory, per user and in all.
 
-    def __init__(self) -> None:
+    A finished exec's output is counted (:meth:`keep`); past ``per_user`` for its owner, or ``total`` for
+    everyone, the output of the oldest finished execs is dropped until the count fits again — their
+    status and returncode stay. With both limits at least one exec's cap, the exec that just finished
+    always keeps its own output. A running exec holds at most its cap, outside this count.
+    """
+
+    def __init__(self, per_user: int, total: int) -> None:
+        self.per_user, self.total = per_user, total
+        self.used = 0
+        self._held: OrderedDict[Exec, tuple[str, int]] = OrderedDict()  # oldest first: owner, bytes
+        self._mine: dict[str, OrderedDict[Exec, None]] = {}
+        self._used_by: dict[str, int] = {}
+
+    def used_by(self, owner: str) -> int:
+        return self._used_by.get(owner, 0)
+
+    def keep(self, ex: Exec, owner: str) -> None:
+        """Count a finished exec's output, then drop the oldest ones past either limit."""
+        ex.output.compact()
+        size = ex.output.size
+        if not size or ex in self._held or ex.dropped is not None:
+            return
+        self._held[ex] = (owner, size)
+        self._mine.setdefault(owner, OrderedDict())[ex] = None
+        self._used_by[owner] = self.used_by(owner) + size
+        self.used += size
+        while self.used_by(owner) > self.per_user:
+            self.release(next(iter(self._mine[owner])), OVER_USER)
+        while self.used > self.total:
+            self.release(next(iter(self._held)), OVER_TOTAL)
+
+    def release(self, ex: Exec, why: str) -> None:
+        """Drop an exec's output (and stop counting it)."""
+        held = self._held.pop(ex, None)
+        if held is not None:
+            owner, size = held
+            mine = self._mine[owner]
+            del mine[ex]
+            if not mine:
+                del self._mine[owner], self._used_by[owner]
+            else:
+                self._used_by[owner] -= size
+            self.used -= size
+        ex.drop_output(why)
+
+
+class SandboxStore:
+    """The sandbox records of this process: by id, and by (owner, idempotency key) while running; and the
+    :class:`OutputBudget` of the execs' output they hold."""
+
+    def __init__(self, output_per_user: int, output_total: int) -> None:
+        self.output = OutputBudget(output_per_user, output_total)
         self._by_id: dict[str, Sandbox] = {}
         self._keys: dict[tuple[str, str], str] = {}
         self._key_of: dict[str, tuple[str, str]] = {}
@@ -157,8 +231,9 @@ class SandboxStore:
     def forget_ended(self, before: float) -> None:
         """Drop records of sandboxes that ended before ``before`` (monotonic)."""
         for sandbox_id in [s.id for s in self._by_id.values() if s.ended is not None and s.ended < before]:
-            del self._by_id[sandbox_id]
+            for ex in self._by_id.pop(sandbox_id).execs.values():
+                self.output.release(ex, ENDED)
 
 
-__all__ = ["CANCEL_CODE", "START_FAILED_CODE", "TERMINAL", "TIMEOUT_CODE", "Exec", "ExecSpec", "Sandbox",
-           "SandboxSpec", "SandboxStore"]
+__all__ = ["CANCEL_CODE", "ENDED", "OVER_TOTAL", "OVER_USER", "START_FAILED_CODE", "TERMINAL", "TERMINATED",
+           "TIMEOUT_CODE", "Exec", "ExecSpec", "OutputBudget", "Sandbox", "SandboxSpec", "SandboxStore"]

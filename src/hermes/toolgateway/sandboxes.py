@@ -15,6 +15,9 @@ engine answers only the owner: a sandbox or exec of another user looks exactly l
 * a **reaper** task ends sandboxes past their lifetime (``timeoutMs``) or idle for ``idleTimeoutMs``
   (no running exec, no request), forgets ended ones after ``tombstone_seconds`` and deletes persistent
   homes unused for ``keep_days``.
+* output — finished execs' output counts against a budget per user and in all (oldest dropped first,
+  :class:`~hermes.toolgateway.sandbox_store.OutputBudget`); a terminated sandbox keeps none (one the
+  reaper ended keeps its output, within the budget, for ``tombstone_seconds``).
 
 :class:`~hermes.toolgateway.sandbox_store.SandboxStore` holds the records in this process's memory. The
 processes and folders are local to one host anyway, so several gateway processes need **sticky
@@ -41,8 +44,10 @@ from hermes.toolgateway.sandbox_fs import SandboxFS, reachable_by, resolve_cwd
 from hermes.toolgateway.sandbox_proc import ExecProcess, Identity, Rlimits, child_env, kill_group, stop
 from hermes.toolgateway.sandbox_store import (
     CANCEL_CODE,
+    ENDED,
     START_FAILED_CODE,
     TERMINAL,
+    TERMINATED,
     TIMEOUT_CODE,
     Exec,
     ExecSpec,
@@ -96,7 +101,7 @@ class SandboxEngine:
         self.cfg = cfg
         self.identity = resolve_identity(cfg, root)
         self.fs = SandboxFS(root, self.identity)
-        self.store = SandboxStore()
+        self.store = SandboxStore(cfg.max_output_kept_per_user, cfg.max_output_kept)
         self._opened = False
         self._open_lock: asyncio.Lock | None = None
         self._reaper: asyncio.Task[None] | None = None
@@ -203,7 +208,7 @@ class SandboxEngine:
             oldest = next((k for k, v in sandbox.execs.items() if v.status in TERMINAL), None)
             if oldest is None:
                 break
-            del sandbox.execs[oldest]
+            self.store.output.release(sandbox.execs.pop(oldest), ENDED)
         ex = Exec(spec, cwd, self.cfg.max_output_bytes)
         sandbox.execs[ex.id] = ex
         ex.task = asyncio.create_task(self._run(sandbox, ex, spec.stdin), name=f"sandbox-exec-{ex.id}")
@@ -230,7 +235,11 @@ class SandboxEngine:
     async def terminate(self, owner: str, sandbox_id: str, snapshot: bool | None) -> Sandbox:
         """End a sandbox; a persistent one keeps its home unless ``snapshot`` is False."""
         sandbox = self.sandbox(owner, sandbox_id)
+        sandbox.output_kept = False  # the client is done with it: its execs keep their status, not their output
         await self._end(sandbox, "the sandbox was terminated", sandbox.spec.persistent and snapshot is not False)
+        for ex in sandbox.execs.values():
+            if ex.status in TERMINAL:
+                self.store.output.release(ex, TERMINATED)
         return sandbox
 
     # -- internals -----------------------------------------------------------------------------------
@@ -247,7 +256,9 @@ class SandboxEngine:
             proc = await ExecProcess.start(ex.command, cwd=ex.cwd, env=env, identity=self.identity,
                                            limits=self._limits(sandbox, ex.timeout), stdin=stdin, output=ex.output)
         except (OSError, subprocess.SubprocessError, ValueError) as exc:
-            ex.finish("failed", START_FAILED_CODE, f"[sandbox: the command could not be started: {exc}]")
+            why = "the child could not become the sandbox user, take its limits or enter the working directory" \
+                if isinstance(exc, subprocess.SubprocessError) else str(exc)
+            ex.finish("failed", START_FAILED_CODE, f"[sandbox: the command could not be started: {why}]")
             return
         ex.pgid = proc.pid
         sandbox.groups.add(proc.pid)
@@ -268,6 +279,10 @@ class SandboxEngine:
         finally:
             proc.close()
             ex.finish("failed", START_FAILED_CODE, "[sandbox: the command was interrupted]")
+            if sandbox.output_kept:
+                self.store.output.keep(ex, sandbox.owner)
+            else:
+                self.store.output.release(ex, TERMINATED)
             sandbox.touch()
             if not _group_alive(proc.pid):
                 sandbox.groups.discard(proc.pid)

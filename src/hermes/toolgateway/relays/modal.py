@@ -15,7 +15,9 @@ token>`` and JSON::
 ``/bin/sh -c``; ``output`` is stdout and stderr **merged in the order written** (the client shows one
 text). ``status`` is ``running`` until the command ends, then ``completed`` (any exit status, in
 ``returncode``), ``timeout`` (124), ``cancelled`` (130) or ``failed`` (126: it could not start). An
-exec answer waits up to ``exec_wait`` seconds, so quick commands come back finished at once.
+exec answer waits up to ``exec_wait`` seconds, so quick commands come back finished at once. The output
+of a finished exec may later be dropped (a memory budget, or the sandbox ended): ``output`` is then a
+``[sandbox: …]`` line saying so, with ``"outputDropped": true``; status and returncode stay.
 
 Backend (``[relays.modal]``): ``local`` — the self-hosted engine of :mod:`hermes.toolgateway.sandboxes`
 (a private folder and child processes on the gateway host; **not an isolation boundary** beyond a Unix
@@ -220,6 +222,7 @@ def openapi_paths(errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:
         "cpu": num, "memoryMiB": num, "diskMiB": num, "timeoutMs": num, "idleTimeoutMs": num, "createdAt": text}}
     execution = {"type": "object", "required": ["execId", "status", "output"], "properties": {
         "sandboxId": text, "execId": text, "output": text, "truncated": {"type": "boolean"},
+        "outputDropped": {"type": "boolean"},
         "status": {"type": "string", "enum": ["running", "completed", "failed", "cancelled", "timeout"]},
         "returncode": {"type": ["integer", "null"]}, "startedAt": text, "finishedAt": {"type": ["string", "null"]}}}
     sid = {"name": "id", "in": "path", "required": True, "schema": {"type": "string", "pattern": _ID.pattern}}
