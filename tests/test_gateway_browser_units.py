@@ -1,7 +1,8 @@
 """The browser-use relay's parts that need no browser: its config table, Chromium's command line, the CDP
-screen (which commands may reach a pooled Chromium) and the network fence (a real SOCKS5 proxy on
-loopback, asked by a real client). The relay itself, with real Chromium processes, is tested in
-``test_gateway_browser_use.py``.
+screen (which commands may reach a pooled Chromium), the network fence (a real SOCKS5 proxy on
+loopback, asked by a real client) and the DevTools pipe (against a small fake browser process speaking
+NUL-delimited JSON on its stdio). The relay itself, with real Chromium processes, is tested in
+``test_gateway_browser_use.py`` and ``test_gateway_browser_safety.py``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import json
 import os
 import struct
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from hermes.errors import ConfigError
 from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browserfence import NetworkFence
 from hermes.toolgateway.browserpool import chromium_argv
+from hermes.toolgateway.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed
 from hermes.toolgateway.cdpproxy import screen, url_allowed
 from hermes.toolgateway.config import load_config
 
@@ -97,7 +100,8 @@ def test_config_and_command_line(tmp_path: Path) -> None:
     local = load_config(None, overrides={"browser-use.backend": "local"}, env={}, home=tmp_path).browser_use
     assert not local.allow_loopback and not local.allow_private
     argv = chromium_argv(local, tmp_path / "profile", 4321)
-    assert argv[0] == CHROMIUM and "--headless" in argv and "--remote-debugging-port=0" in argv
+    assert argv[0] == CHROMIUM and "--headless" in argv and "--remote-debugging-pipe" in argv
+    assert not any(arg.startswith("--remote-debugging-port") for arg in argv)  # no DevTools port, ever
     assert f"--user-data-dir={tmp_path / 'profile'}" in argv and "--proxy-server=socks5://127.0.0.1:4321" in argv
     assert "--proxy-bypass-list=<-loopback>" in argv and "--disable-quic" in argv
     assert ("--no-sandbox" in argv) == (os.geteuid() == 0)
@@ -125,3 +129,76 @@ def test_cdp_screen() -> None:
                  '{"id":1,"method":"Input.dispatchDragEvent","params":{"data":{"files":["/etc/passwd"]}}}',
                  '{"id":1,"method":"Target.createBrowserContext","params":{"proxyServer":"direct://"}}'):
         assert screen(text, "/d")[0] is None, text
+
+
+FAKE_BROWSER = r"""
+import json, sys
+buf, out, sessions = b"", sys.stdout.buffer, 0
+while chunk := sys.stdin.buffer.read1(65536):
+    buf += chunk
+    while b"\0" in buf:
+        raw, _, buf = buf.partition(b"\0")
+        msg = json.loads(raw)
+        ident, sid, method = msg["id"], msg.get("sessionId"), msg["method"]
+        if method == "Target.attachToBrowserTarget":
+            sessions += 1
+            reply = {"id": ident, "result": {"sessionId": f"B{sessions}"}}
+        elif method == "Big.reply":  # over the gateway's limit: the sender gets an error instead
+            out.write(b'{"id":%d,"result":{"blob":"' % ident + b"x" * int(msg["params"]["size"]) + b'"}}\0')
+            continue
+        elif method == "Big.event":  # an event over the limit, then one for the same session and the reply
+            out.write(b'{"method":"Big.event","params":{"blob":"' + b"y" * int(msg["params"]["size"])
+                      + b'"},"sessionId":"' + sid.encode() + b'"}\0')
+            out.write(json.dumps({"method": "Small.event", "params": {}, "sessionId": sid}).encode() + b"\0")
+            reply = {"id": ident, "result": {}, "sessionId": sid}
+        else:
+            reply = {"id": ident, "result": {"echo": method}, "sessionId": sid}
+        out.write(json.dumps(reply).encode() + b"\0")
+        out.flush()
+"""
+
+
+def test_pipe_routes_replies_and_survives_oversized_messages() -> None:
+    async def scenario() -> dict[str, Any]:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-c", FAKE_BROWSER, stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.PIPE, limit=MAX_MESSAGE)
+        assert proc.stdin is not None and proc.stdout is not None
+        pipe = CDPPipe(proc.stdout, proc.stdin)
+        got: dict[str, Any] = {}
+        try:
+            a, b = await pipe.connect(), await pipe.connect()
+            assert (a.session_id, b.session_id) == ("B1", "B2")
+
+            async def ask(client: Any, message: dict[str, Any]) -> Any:
+                assert await client.send(message) is None
+                return json.loads(await asyncio.wait_for(client.receive(), 20))
+
+            got["a"] = await ask(a, {"id": 1, "method": "Echo.a"})
+            got["b"] = await ask(b, {"id": 1, "method": "Echo.b"})  # the same id on another client
+            got["big"] = await ask(a, {"id": 2, "method": "Big.reply", "params": {"size": MAX_MESSAGE + 10}})
+            got["after"] = await ask(a, {"id": 3, "method": "Echo.after"})
+            got["event"] = await ask(b, {"id": 2, "method": "Big.event", "params": {"size": MAX_MESSAGE * 3}})
+            got["reply"] = json.loads(await asyncio.wait_for(b.receive(), 20))
+            got["foreign"] = json.loads(await a.send({"id": 4, "method": "X.y", "sessionId": "B2"}) or "{}")
+            proc.kill()
+            await proc.wait()
+            got["eof"] = await asyncio.wait_for(a.receive(), 10)
+            try:
+                await a.send({"id": 5, "method": "Echo.late"})
+            except PipeClosed:
+                got["closed"] = True
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await pipe.aclose()
+        return got
+
+    got = asyncio.run(scenario())
+    assert got["a"] == {"id": 1, "result": {"echo": "Echo.a"}}  # its browser session is not shown
+    assert got["b"] == {"id": 1, "result": {"echo": "Echo.b"}}
+    assert got["big"]["id"] == 2 and got["big"]["error"]["code"] == -32000 and "limit" in got["big"]["error"]["message"]
+    assert got["after"] == {"id": 3, "result": {"echo": "Echo.after"}}  # the stream found its footing again
+    assert got["event"] == {"method": "Small.event", "params": {}} and got["reply"] == {"id": 2, "result": {}}
+    assert got["foreign"]["error"]["code"] == -32001 and got["foreign"]["sessionId"] == "B2"
+    assert got["eof"] is None and got["closed"]

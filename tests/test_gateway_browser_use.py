@@ -229,9 +229,9 @@ def test_release_closes_open_sockets_and_pool_limits(gw: GatewayHarness) -> None
             return await cdp(ws, 1, "Browser.getVersion")
 
     assert "result" in asyncio.run(by_host())
-    # loopback is allowed on this gateway, but never another browser's DevTools port (it could drive it)
-    devtools = pool_session(gw, other.json()["id"]).port
-    error = asyncio.run(navigation_error(first.json()["cdpUrl"], f"http://127.0.0.1:{devtools}/json/version"))
+    # loopback is allowed on this gateway, but never the fence itself (the browsers open no DevTools port)
+    fence = gw.app.state.gateway.relays["browser-use"].pool.fence.port
+    error = asyncio.run(navigation_error(first.json()["cdpUrl"], f"http://127.0.0.1:{fence}/"))
     assert error.startswith("net::ERR_"), error
     full = create(gw, carol)
     assert full.status_code == 503 and full.json()["code"] == "browser_pool_full" and full.headers["retry-after"]

@@ -12,7 +12,7 @@
     idle_timeout = 300                # local: seconds without a CDP command before a session is ended
     max_lifetime = 3600               # seconds a session may live (caps the client's `timeout` minutes)
     start_timeout = 20                # local: seconds Chromium may take to start
-    allow_loopback = false            # local: browsers may open 127.0.0.0/8, ::1 (tests; never DevTools ports)
+    allow_loopback = false            # local: browsers may open 127.0.0.0/8, ::1 (tests; never the fence's port)
     allow_private = false             # local: browsers may open RFC 1918 / ULA / CGNAT addresses (intranets)
     work_dir = ""                     # local: where per-session profiles go (default: the system temp dir)
 

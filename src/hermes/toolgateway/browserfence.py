@@ -1,15 +1,15 @@
 """The network fence of the local browser pool: a SOCKS5 proxy every pooled Chromium must use.
 
 A browser on the gateway's host could otherwise open anything that host reaches: intranet services,
-loopback ports, and worst, the DevTools endpoint of *another user's* pooled Chromium (a page served
-from that endpoint's own origin may open its WebSocket and drive that browser). So each Chromium runs
+cloud metadata, and loopback ports (the gateway's own, other services of the host). So each Chromium runs
 with ``--proxy-server=socks5://127.0.0.1:<fence>`` and ``--proxy-bypass-list=<-loopback>`` (loopback
 goes through the proxy too), QUIC off and WebRTC limited to proxied traffic, and this proxy decides
 every connection the way the gateway's page fetcher does (:func:`hermes.net.safefetch.resolve_allowed`):
 the name is resolved here, **every** address must be public (loopback only with ``allow_loopback``,
 private ranges only with ``allow_private``; link-local and cloud metadata never), and the connection
-goes to the vetted address. The DevTools ports of the pool's browsers (and the fence's own port) are
-refused even when loopback is allowed.
+goes to the vetted address. The fence's own port, and any loopback port ``blocked_ports()`` names, are
+refused even when loopback is allowed. (The pooled browsers themselves open no DevTools port: they
+are driven over pipes, see :mod:`hermes.toolgateway.cdppipe`.)
 
 Only ``CONNECT`` without authentication is spoken (what Chromium uses); it listens on 127.0.0.1.
 """
@@ -40,9 +40,9 @@ def _reply(code: int) -> bytes:
 
 
 class NetworkFence:
-    """The proxy; ``blocked_ports()`` names loopback ports no browser may reach (the DevTools ports)."""
+    """The proxy; ``blocked_ports()`` names loopback ports no browser may reach (besides the fence's own)."""
 
-    def __init__(self, policy: FetchPolicy, blocked_ports: Callable[[], set[int]]) -> None:
+    def __init__(self, policy: FetchPolicy, blocked_ports: Callable[[], set[int]] = set) -> None:
         self.policy = policy
         self.blocked_ports = blocked_ports
         self.port = 0
@@ -126,7 +126,7 @@ class NetworkFence:
             writer.write(_reply(NOT_ALLOWED if exc.status == 403 else HOST_UNREACHABLE))
             return
         if self._blocked(ip, port):
-            log.warning("browser fence: refused a connection to a DevTools port (%s:%s)", ip, port)
+            log.warning("browser fence: refused a connection to a blocked loopback port (%s:%s)", ip, port)
             writer.write(_reply(NOT_ALLOWED))
             return
         try:

@@ -1,13 +1,13 @@
 """A pool of local headless Chromium processes: the ``local`` backend of the ``browser-use`` relay.
 
 Every browser session is one Chromium with a fresh directory (profile, downloads, temp files, its log),
-started in its own process group with ``--remote-debugging-port=0``: Chromium listens on loopback
-only, the pool reads the port from the profile's ``DevToolsActivePort`` file and the browser endpoint
-(``/devtools/browser/<id>``) from ``http://127.0.0.1:PORT/json/version``. Clients never see that port;
-they reach the browser through the gateway's WebSocket proxy (:mod:`hermes.toolgateway.cdpproxy`).
-Every connection the browser itself opens goes through the pool's network fence
-(:mod:`hermes.toolgateway.browserfence`), which keeps it off loopback, private networks and the other
-browsers' DevTools ports.
+started in its own process group with ``--remote-debugging-pipe``: it speaks the DevTools protocol only
+over two pipes the gateway holds (:mod:`hermes.toolgateway.cdppipe`) and opens **no** DevTools port,
+so no other process of the host (another user's sandbox command, say) can find and drive it. ``sh``
+puts the pipes on the descriptors Chromium reads (3) and writes (4) and then becomes Chromium. Clients
+reach the browser through the gateway's WebSocket proxy (:mod:`hermes.toolgateway.cdpproxy`). Every
+connection the browser itself opens goes through the pool's network fence
+(:mod:`hermes.toolgateway.browserfence`), which keeps it off loopback and private networks.
 
 A session ends — its whole process group is killed and its directory removed — when its owner
 releases it, after ``idle_timeout`` seconds without a CDP command from any client, when its lifetime
@@ -32,20 +32,19 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
-from urllib.parse import urlsplit
+from typing import Any, NoReturn
 
 from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browser_config import BrowserUseConfig
 from hermes.toolgateway.browserfence import NetworkFence
+from hermes.toolgateway.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed, PipeError
 from hermes.toolgateway.errors import GatewayHTTPError
-
-if TYPE_CHECKING:
-    import httpx
 
 log = logging.getLogger("hermes.toolgateway")
 
 ENDED_KEPT = 1000  # stopped sessions remembered, so a late stop or status answers "stopped" rather than 404
+#: runs Chromium with the pipes on fds 3 (stdin: commands) and 4 (stdout: replies), its own stdio on /dev/null
+PIPE_SHIM = ("/bin/sh", "-c", 'exec "$@" 3<&0 4>&1 </dev/null >/dev/null', "hermes-browser")
 
 
 def iso(ts: float | None) -> str | None:
@@ -60,7 +59,7 @@ def chromium_argv(config: BrowserUseConfig, profile: Path, fence_port: int) -> l
         argv.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
     argv += ["--disable-gpu", "--disable-quic", "--no-first-run", "--no-default-browser-check",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             "--disable-dev-shm-usage", "--mute-audio", f"--user-data-dir={profile}", "--remote-debugging-port=0",
+             "--disable-dev-shm-usage", "--mute-audio", f"--user-data-dir={profile}", "--remote-debugging-pipe",
              # every connection through the fence; <-loopback>: loopback too (it is bypassed by default)
              f"--proxy-server=socks5://127.0.0.1:{fence_port}", "--proxy-bypass-list=<-loopback>",
              "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "about:blank"]
@@ -80,8 +79,7 @@ class BrowserSession:
     started_at: float
     timeout_at: float
     deadline: float  # time.monotonic() when the lifetime ends
-    port: int = 0
-    browser_path: str = ""
+    pipe: CDPPipe | None = None
     cdp_url: str = field(default="", repr=False)
     last_active: float = field(default_factory=time.monotonic)
     connections: int = 0
@@ -94,11 +92,6 @@ class BrowserSession:
     @property
     def downloads(self) -> Path:
         return self.directory / "downloads"
-
-    @property
-    def upstream_url(self) -> str:
-        """Chromium's own browser endpoint (loopback; never handed to clients)."""
-        return f"ws://127.0.0.1:{self.port}{self.browser_path}"
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -133,15 +126,10 @@ class BrowserPool:
         self.sessions: dict[str, BrowserSession] = {}
         self._starting: dict[str, int] = {}
         self._ended: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
-        self._launching: set[BrowserSession] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
         self.fence = NetworkFence(FetchPolicy(allow_loopback=config.allow_loopback,
-                                              allow_private=config.allow_private), self.devtools_ports)
-
-    def devtools_ports(self) -> set[int]:
-        """The DevTools ports of every pooled Chromium, running or starting (the fence refuses them)."""
-        return {s.port for s in (*self.sessions.values(), *self._launching) if s.port}
+                                              allow_private=config.allow_private))
 
     # -- creating ------------------------------------------------------------------------------------
     def _reserve(self, owner: str) -> None:
@@ -164,14 +152,13 @@ class BrowserPool:
         else:
             self._starting.pop(owner, None)
 
-    async def create(self, owner: str, jti: str, lifetime: float, http: httpx.AsyncClient,
-                     deadline: float) -> BrowserSession:
+    async def create(self, owner: str, jti: str, lifetime: float, deadline: float) -> BrowserSession:
         """Start a Chromium for ``owner`` (503/429 when the pool or the owner's share is full)."""
         if self._closed:
             raise GatewayHTTPError(503, "browser_unavailable", "the gateway is shutting down")
         self._reserve(owner)
         try:
-            session = await self._launch(owner, jti, lifetime, http, deadline)
+            session = await self._launch(owner, jti, lifetime, deadline)
         finally:
             self._unreserve(owner)
         if self._closed:
@@ -182,8 +169,7 @@ class BrowserPool:
             self._reaper = asyncio.create_task(self._reap_loop(), name="browser-pool-reaper")
         return session
 
-    async def _launch(self, owner: str, jti: str, lifetime: float, http: httpx.AsyncClient,
-                      deadline: float) -> BrowserSession:
+    async def _launch(self, owner: str, jti: str, lifetime: float, deadline: float) -> BrowserSession:
         work = self.config.work_dir
         if work is not None:
             work.mkdir(parents=True, exist_ok=True)
@@ -197,50 +183,36 @@ class BrowserPool:
             fence_port = await self.fence.start()
             with open(directory / "chromium.log", "wb") as logfile:
                 process = await asyncio.create_subprocess_exec(
-                    *chromium_argv(self.config, profile, fence_port), stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.DEVNULL, stderr=logfile, env=env, cwd=directory,
-                    start_new_session=True)
+                    *PIPE_SHIM, *chromium_argv(self.config, profile, fence_port), stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE, stderr=logfile, env=env, cwd=directory,
+                    start_new_session=True, limit=MAX_MESSAGE)
         except OSError as exc:
             shutil.rmtree(directory, ignore_errors=True)
             log.error("browser pool: cannot start %s: %s", self.config.chromium, exc)
             raise GatewayHTTPError(503, "browser_unavailable", "the gateway could not start a browser") from None
         now = time.time()
+        assert process.stdout is not None and process.stdin is not None
         session = BrowserSession(id=str(uuid.uuid4()), owner=owner, jti=jti, secret=secrets.token_urlsafe(32),
                                  directory=directory, process=process, started_at=now, timeout_at=now + lifetime,
-                                 deadline=time.monotonic() + lifetime)
-        self._launching.add(session)
+                                 deadline=time.monotonic() + lifetime, pipe=CDPPipe(process.stdout, process.stdin))
         try:
-            await self._wait_ready(session, http, min(deadline, time.monotonic() + self.config.start_timeout))
+            await self._wait_ready(session, min(deadline, time.monotonic() + self.config.start_timeout))
         except BaseException:
             await self._kill(session)
             raise
-        finally:
-            self._launching.discard(session)
         return session
 
-    async def _wait_ready(self, session: BrowserSession, http: httpx.AsyncClient, until: float) -> None:
-        active = session.directory / "profile" / "DevToolsActivePort"
-        while True:
-            if session.process.returncode is not None:
-                self._start_failed(session, f"Chromium exited with status {session.process.returncode}")
-            with contextlib.suppress(OSError, UnicodeDecodeError):
-                lines = active.read_text(encoding="utf-8").splitlines()
-                if len(lines) >= 2 and lines[0].strip().isdigit():
-                    session.port = int(lines[0].strip())
-                    break
-            if time.monotonic() > until:
-                self._start_failed(session, "Chromium did not open its DevTools port in time")
-            await asyncio.sleep(0.05)
+    async def _wait_ready(self, session: BrowserSession, until: float) -> None:
+        """Chromium answers ``Browser.getVersion`` on its pipe before ``until``."""
+        assert session.pipe is not None
         try:
-            resp = await http.get(f"http://127.0.0.1:{session.port}/json/version",
-                                  timeout=max(0.5, until - time.monotonic()))
-            url = resp.json().get("webSocketDebuggerUrl", "")
-        except Exception as exc:  # httpx errors, bad JSON, a non-object answer
-            self._start_failed(session, f"/json/version failed: {type(exc).__name__}")
-        path = urlsplit(url).path if isinstance(url, str) else ""
-        if not path.startswith("/devtools/browser/"):
-            self._start_failed(session, "/json/version named no browser endpoint")
-        session.browser_path = path
+            await session.pipe.call("Browser.getVersion", timeout=max(0.1, until - time.monotonic()))
+        except PipeClosed:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(session.process.wait(), 2)
+            self._start_failed(session, f"Chromium exited with status {session.process.returncode}")
+        except (TimeoutError, PipeError) as exc:
+            self._start_failed(session, f"Chromium did not answer on its DevTools pipe ({type(exc).__name__})")
 
     def _start_failed(self, session: BrowserSession, why: str) -> NoReturn:
         tail = ""
@@ -292,6 +264,8 @@ class BrowserPool:
             for pid in await asyncio.to_thread(_stragglers, process.pid, str(session.directory)):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
+        if session.pipe is not None:  # first: wait() also waits for the pipes to close
+            await session.pipe.aclose()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(process.wait(), 10)
         await asyncio.to_thread(shutil.rmtree, session.directory, True)

@@ -1,10 +1,12 @@
 """The gateway's Chrome DevTools Protocol proxy: a client's WebSocket ↔ one pooled Chromium.
 
-Each client connection gets its own connection to the Chromium's browser endpoint, so several clients
-(the agent-browser daemon and the upstream dialog supervisor, say) can drive one session at once, each
-with its own CDP sessions and events, exactly as against a local Chromium.
+Chromium is driven over its DevTools pipe (:mod:`hermes.toolgateway.cdppipe`), never over a port. Each
+client connection gets a browser session of its own on that pipe, so several clients (the agent-browser
+daemon and the upstream dialog supervisor, say) can drive one session at once, each with its own CDP
+sessions and events, as against a local Chromium's browser endpoint.
 
-Messages from Chromium pass unchanged. Messages from the client are parsed and **screened** first
+Messages from Chromium reach the client as Chromium sent them (the command ids and the client's
+browser session restored). Messages from the client are parsed and **screened** first
 (:func:`screen`): the Chromium runs on the gateway's host, so the few commands that reach that host's
 files or ports are refused with a CDP error reply instead of being forwarded —
 
@@ -30,8 +32,8 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketState
 
 from hermes.toolgateway.browserpool import BrowserSession
+from hermes.toolgateway.cdppipe import PipeClient, PipeClosed, encode, error_reply
 
-MAX_MESSAGE = 64 * 1024 * 1024  # Chromium → gateway; screenshots are large, gigabyte strings are not welcome
 ALLOWED_SCHEMES = frozenset({"http", "https", "about", "data"})
 _HOST_ACCESS = "it reaches files or ports of the gateway's host"
 REFUSED_METHODS: dict[str, str] = {
@@ -79,35 +81,37 @@ def _refusal(method: str, params: dict[str, Any], downloads: str) -> str | None:
     return None
 
 
-def screen(text: str, downloads: str) -> tuple[str | None, str | None]:
+def screen_command(text: str, downloads: str) -> tuple[dict[str, Any] | None, str | None]:
     """``(command to forward, None)`` or ``(None, CDP error reply for the client)``."""
     try:
         message = json.loads(text)
     except ValueError:
         message = None
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-        return None, json.dumps({"id": message.get("id") if isinstance(message, dict) else None,
-                                 "error": {"code": -32600, "message": "not a CDP command"}})
+        return None, error_reply(message.get("id") if isinstance(message, dict) else None, -32600,
+                                 "not a CDP command")
     params = message.get("params")
     if params is None:
         params = {}
     if not isinstance(params, dict):
-        return None, json.dumps({"id": message.get("id"),
-                                 "error": {"code": -32602, "message": "params must be an object"}})
+        return None, error_reply(message.get("id"), -32602, "params must be an object")
     method = message["method"]
     reason = _refusal(method, params, downloads)
     if reason is not None:
-        reply: dict[str, Any] = {"id": message.get("id"),
-                                 "error": {"code": -32000, "message": f"{method} is refused by the gateway: {reason}"}}
-        if isinstance(message.get("sessionId"), str):
-            reply["sessionId"] = message["sessionId"]
-        return None, json.dumps(reply)
+        return None, error_reply(message.get("id"), -32000, f"{method} is refused by the gateway: {reason}",
+                                 message.get("sessionId"))
     if "params" in message:
         message["params"] = params
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False), None
+    return message, None
 
 
-async def _client_to_browser(ws: WebSocket, upstream: Any, session: BrowserSession) -> None:
+def screen(text: str, downloads: str) -> tuple[str | None, str | None]:
+    """:func:`screen_command` with the command as the JSON text that would be forwarded."""
+    command, reply = screen_command(text, downloads)
+    return (None, reply) if command is None else (encode(command), None)
+
+
+async def _client_to_browser(ws: WebSocket, client: PipeClient, session: BrowserSession) -> None:
     downloads = str(session.downloads)
     while True:
         message = await ws.receive()
@@ -118,37 +122,33 @@ async def _client_to_browser(ws: WebSocket, upstream: Any, session: BrowserSessi
             await ws.close(1003, "CDP messages are text")
             return
         session.touch()
-        forward, reply = screen(text, downloads)
+        command, reply = screen_command(text, downloads)
+        if command is not None:
+            reply = await client.send(command)
         if reply is not None:
             await ws.send_text(reply)
-        else:
-            await upstream.send(forward)
 
 
-async def _browser_to_client(ws: WebSocket, upstream: Any) -> None:
-    async for data in upstream:
-        if isinstance(data, str):
-            await ws.send_text(data)
-        else:
-            await ws.send_bytes(data)
+async def _browser_to_client(ws: WebSocket, client: PipeClient) -> None:
+    while (text := await client.receive()) is not None:
+        await ws.send_text(text)
 
 
-async def open_upstream(session: BrowserSession) -> Any:
-    """A new connection to the session's Chromium (raises OSError or a websockets error)."""
-    from websockets.asyncio.client import connect
+async def open_client(session: BrowserSession) -> PipeClient:
+    """A new client on the session's pipe (raises PipeClosed, PipeError or TimeoutError: the browser is gone)."""
+    if session.pipe is None:
+        raise PipeClosed
+    return await session.pipe.connect(timeout=10)
 
-    return await connect(session.upstream_url, compression=None, proxy=None, max_size=MAX_MESSAGE,
-                         ping_interval=None, open_timeout=10, close_timeout=2, user_agent_header=None)
 
-
-async def relay_cdp(ws: WebSocket, upstream: Any, session: BrowserSession) -> None:
+async def relay_cdp(ws: WebSocket, client: PipeClient, session: BrowserSession) -> None:
     """Accept ``ws`` and relay until the client leaves, Chromium closes, or the session ends."""
     tasks: list[asyncio.Task[Any]] = []
     try:
         await ws.accept()
         session.touch()
-        tasks = [asyncio.create_task(_client_to_browser(ws, upstream, session)),
-                 asyncio.create_task(_browser_to_client(ws, upstream)),
+        tasks = [asyncio.create_task(_client_to_browser(ws, client, session)),
+                 asyncio.create_task(_browser_to_client(ws, client)),
                  asyncio.create_task(session.ended.wait())]
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -156,12 +156,16 @@ async def relay_cdp(ws: WebSocket, upstream: Any, session: BrowserSession) -> No
             task.cancel()
         # a closed socket on either side ends the relay: the tasks' exceptions are collected, not raised
         await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            await upstream.close()
+        client.close()
         if ws.application_state != WebSocketState.DISCONNECTED and ws.client_state != WebSocketState.DISCONNECTED:
-            code, reason = (1001, "browser session ended") if session.ended.is_set() else (1011, "browser closed")
+            if session.ended.is_set():
+                code, reason = 1001, "browser session ended"
+            elif client.overflowed:
+                code, reason = 1008, "the client did not read its messages"
+            else:
+                code, reason = 1011, "browser closed"
             with contextlib.suppress(Exception):
                 await ws.close(code, reason)
 
 
-__all__ = ["REFUSED_METHODS", "open_upstream", "relay_cdp", "screen", "url_allowed"]
+__all__ = ["REFUSED_METHODS", "open_client", "relay_cdp", "screen", "screen_command", "url_allowed"]

@@ -17,7 +17,8 @@ The upstream client (``X-Browser-Use-API-Key: <gateway token>``, no ``Authorizat
   (:mod:`hermes.toolgateway.browserpool`). ``cdpUrl`` points at the gateway itself —
   ``ws[s]://<the host the client used>[/relay/browser-use]/cdp/<session id>?token=<secret>`` — a
   capability URL that only its session answers to; the gateway relays that WebSocket to the Chromium's
-  browser endpoint, screening commands that would reach the host (:mod:`hermes.toolgateway.cdpproxy`).
+  DevTools pipe (Chromium opens no port), screening commands that would reach the host
+  (:mod:`hermes.toolgateway.cdpproxy`).
 
 Idempotency: a create repeated with the same ``X-Idempotency-Key`` by the same user gets the first
 answer again (not metered again), or ``409 {"error": {"message": "… already in progress"}}`` while the
@@ -43,7 +44,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from hermes.toolgateway.browserpool import BrowserPool, BrowserSession
-from hermes.toolgateway.cdpproxy import open_upstream, relay_cdp
+from hermes.toolgateway.cdpproxy import open_client, relay_cdp
 from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
@@ -179,8 +180,7 @@ class BrowserUseRelay(Relay):
     async def _create_local(self, call: RelayCall, options: dict[str, Any]) -> RelayResult:
         assert self.pool is not None
         lifetime = min(options.get("timeout", DEFAULT_MINUTES) * 60.0, self.gateway.config.browser_use.max_lifetime)
-        session = await self.pool.create(call.principal.user.uid, call.principal.jti, lifetime, self.gateway.http,
-                                         call.deadline)
+        session = await self.pool.create(call.principal.user.uid, call.principal.jti, lifetime, call.deadline)
         session.cdp_url = cdp_url(call.base_url, session)
         return RelayResult(201, json.dumps(session.view()).encode(), headers={"x-external-call-id": session.id})
 
@@ -260,20 +260,18 @@ class BrowserUseRelay(Relay):
         ws = WebSocket(scope, receive, send)
         try:
             session = self._cdp_session(scope)
-            try:
-                upstream = await open_upstream(session)
-            except Exception:  # OSError, websockets handshake errors: the browser is gone
-                raise GatewayHTTPError(502, "browser_unavailable", "the browser of this session does not answer") \
-                    from None
         except GatewayHTTPError as exc:
-            if "websocket.http.response" in scope.get("extensions", {}):
-                await ws.send_denial_response(exc.response())
-            else:
-                await ws.close(1008, exc.code)
+            await _deny(ws, scope, exc)
             return
-        session.connections += 1
+        session.connections += 1  # counted before any await: concurrent connects cannot all pass the check
         try:
-            await relay_cdp(ws, upstream, session)
+            try:
+                client = await open_client(session)
+            except Exception:  # the pipe is closed or Chromium does not answer: the browser is gone
+                await _deny(ws, scope, GatewayHTTPError(502, "browser_unavailable",
+                                                        "the browser of this session does not answer"))
+                return
+            await relay_cdp(ws, client, session)
         finally:
             session.connections -= 1
 
@@ -306,6 +304,14 @@ class BrowserUseRelay(Relay):
             raise GatewayHTTPError(403, "account_disabled", "this account is disabled; ask the gateway operator")
         if not user.plan_active(self.gateway.clock()) or not accounts.plan_of(user).covers(self.category):
             raise GatewayHTTPError(403, "not_entitled", "this account may no longer use browsers")
+
+
+async def _deny(ws: WebSocket, scope: Scope, exc: GatewayHTTPError) -> None:
+    """Refuse a WebSocket upgrade with the JSON error (or close 1008 where the server cannot answer HTTP)."""
+    if "websocket.http.response" in scope.get("extensions", {}):
+        await ws.send_denial_response(exc.response())
+    else:
+        await ws.close(1008, exc.code)
 
 
 def openapi_paths(errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:
