@@ -357,3 +357,27 @@ def test_job_ownership_is_shared_through_postgresql(tmp_path: Path, postgres_ser
     finally:
         one.close_db()
         two.close_db()
+
+
+# -- values PostgreSQL cannot store ------------------------------------------------------------------------
+def test_nul_characters_are_400_not_500_on_postgresql(shared: Gateways, postgres_server: PostgresServer) -> None:
+    from hermes.toolgateway.storage.postgres import InvalidValue, PostgresDatabase
+
+    a = shared.urls[0]  # (the other one may still hold the connection the test above cut)
+    resp = httpx.post(f"{a}/api/oauth/device/code", data={"client_id": "hermes\x00cli"})
+    assert resp.status_code == 400 and resp.json()["error"] == "invalid_request", resp.text
+    # past the OAuth checks, the storage layer answers 400 for any value PostgreSQL refuses
+    grant = httpx.post(f"{a}/api/oauth/device/code", data={"client_id": "hermes-cli"}).json()
+    admin = (shared.homes[0] / "toolgateway" / "admin_token").read_text().strip()
+    form = {"user_code": grant["user_code"], "admin_token": admin, "user": "nobody\x00"}
+    resp = httpx.post(f"{a}/device", data=form)
+    assert resp.status_code == 400 and resp.json()["code"] == "invalid_request", resp.text
+    db = PostgresDatabase(postgres_server.database())
+    try:
+        with pytest.raises(InvalidValue) as info:
+            db.execute("SELECT ?::text", ("a\x00b",))
+        assert info.value.status == 400 and postgres_server.password not in str(info.value)
+        assert db.execute("SELECT 1").fetchone()[0] == 1  # the connection is still fine
+    finally:
+        db.close()
+    assert_no_secret(shared.output, postgres_server.password)

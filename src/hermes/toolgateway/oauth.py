@@ -69,6 +69,12 @@ class TokenSet:
         }
 
 
+def _no_nul(*fields: str | None) -> None:
+    """400 ``invalid_request`` for a form field holding a NUL character (no database column can store one)."""
+    if any(field and "\x00" in field for field in fields):
+        raise OAuthError("invalid_request", "a form field holds a NUL character")
+
+
 def normalise_user_code(code: str) -> str:
     """``bcdf ghjk`` / ``BCDFGHJK`` → ``BCDF-GHJK`` (people retype it)."""
     letters = "".join(c for c in code.upper() if c.isalnum())
@@ -85,6 +91,7 @@ class OAuth:
 
     # -- device authorization ------------------------------------------------------------------------
     def start_device(self, client_id: str, scope: str | None) -> DeviceGrant:
+        _no_nul(client_id, scope)
         if not client_id or len(client_id) > 200:
             raise OAuthError("invalid_client", "client_id is required")
         now = self.accounts.clock()
@@ -128,6 +135,7 @@ class OAuth:
 
     def poll(self, device_code: str, client_id: str) -> TokenSet:
         """One poll of the token endpoint with ``grant_type=device_code``."""
+        _no_nul(device_code, client_id)
         now = self.accounts.clock()
         key = secret_hash(device_code or "")
         row = self.conn.execute("SELECT * FROM device_codes WHERE device_hash = ?", (key,)).fetchone()
@@ -179,6 +187,7 @@ class OAuth:
 
     def refresh(self, refresh_token: str, client_id: str) -> TokenSet:
         """Rotate: the presented token becomes used and a new pair is returned; reuse revokes the family."""
+        _no_nul(refresh_token, client_id)
         now = self.accounts.clock()
         key = secret_hash(refresh_token or "")
         row = self.conn.execute(

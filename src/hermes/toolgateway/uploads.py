@@ -109,6 +109,15 @@ def _hash(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
+class StorageFull(Exception):
+    """An upload would take the user past ``upload_user_bytes``: what they hold, when the first expires."""
+
+    def __init__(self, held: int, first_expiry: float | None) -> None:
+        super().__init__(f"the user's uploads already hold {held} bytes")
+        self.held = held
+        self.first_expiry = first_expiry
+
+
 @dataclass(frozen=True)
 class Upload:
     """One stored upload (its row)."""
@@ -162,23 +171,42 @@ class UploadStore:
         self._prepare_dir()
         atomic_write(self.path_of(upload_id), data, mode=0o600)
 
-    def discard_file(self, upload_id: str) -> None:
-        """Remove a file whose row could not be written."""
-        self._unlink(upload_id)
-
     def add(self, *, user_id: int, vendor: str, filename: str, content_type: str, ext: str, data: bytes,
-            now: float, ttl: int, upload_id: str) -> tuple[Upload, str]:
-        """Record an upload whose bytes :meth:`write_file` already stored under ``upload_id``; returns it and
-        its key (shown once: only its hash is kept)."""
+            now: float, ttl: int, upload_id: str, cap: int = 0) -> tuple[Upload, str]:
+        """Record an upload (its row) and return it with its key (shown once: only its hash is kept).
+
+        The row is the upload's claim on the user's storage: with a ``cap`` (bytes, 0: none), the check of
+        what the user holds and the insert are one transaction under a lock on the user, so concurrent
+        uploads — in this process or on other hosts — can never hold more than ``cap`` together; past it,
+        :class:`StorageFull`. The relay writes the file only after this, and drops the row
+        (:meth:`forget`) when the write fails; deleting or purging the row gives the room back."""
         key = secrets.token_urlsafe(32)
         upload = Upload(upload_id, user_id, vendor, filename, content_type, ext, len(data),
                         hashlib.sha256(data).hexdigest(), now, now + ttl)
-        self.conn.execute(
-            f"INSERT INTO uploads ({_COLUMNS}, key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (upload.id, user_id, vendor, filename, content_type, ext, upload.size, upload.sha256, now,
-             upload.expires, _hash(key)),
-        )
+        with self.conn.transaction():
+            if cap:
+                self._lock_user(user_id)
+                held, first_expiry = self.stored_bytes(user_id, now)
+                if held + upload.size > cap:
+                    raise StorageFull(held, first_expiry)
+            self.conn.execute(
+                f"INSERT INTO uploads ({_COLUMNS}, key_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (upload.id, user_id, vendor, filename, content_type, ext, upload.size, upload.sha256, now,
+                 upload.expires, _hash(key)),
+            )
         return upload, key
+
+    def _lock_user(self, user_id: int) -> None:
+        """Serialise the uploads of one user until the transaction ends. SQLite's ``BEGIN IMMEDIATE`` already
+        holds the database's write lock; PostgreSQL locks the user's row (``FOR NO KEY UPDATE``: the usage
+        log's foreign-key checks on that row are not held up)."""
+        if self.conn.dialect.name != "sqlite":
+            self.conn.execute("SELECT id FROM users WHERE id = ? FOR NO KEY UPDATE", (user_id,))
+
+    def forget(self, upload_id: str) -> None:
+        """Remove a row whose file could not be written (and any part of the file)."""
+        self.conn.execute("DELETE FROM uploads WHERE id = ?", (upload_id,))
+        self._unlink(upload_id)
 
     def get(self, upload_id: str) -> Upload | None:
         row = self.conn.execute(f"SELECT {_COLUMNS} FROM uploads WHERE id = ?", (upload_id,)).fetchone()

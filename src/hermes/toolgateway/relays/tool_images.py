@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 from starlette.datastructures import Headers
 
-from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.relays.base import RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
 from hermes.toolgateway.uploads import is_upload_id, sniff_image
@@ -56,14 +56,13 @@ def _bad(message: str, code: str = "invalid_request") -> GatewayHTTPError:
     return GatewayHTTPError(400, code, message)
 
 
-def _json_object(body: bytes) -> dict[str, Any]:
+def _text(value: str, name: str) -> str:
+    """``value`` unless it cannot be UTF-8 (a lone surrogate, which JSON's ``\\ud800`` escapes can carry): 400."""
     try:
-        data = json.loads(body or b"{}")
-    except (ValueError, UnicodeDecodeError):
-        raise _bad("the request body is not valid JSON", "invalid_json") from None
-    if not isinstance(data, dict):
-        raise _bad("the request body must be a JSON object", "invalid_json")
-    return data
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _bad(f"'{name}' is not valid Unicode text") from None
+    return value
 
 
 def _check(data: dict[str, Any]) -> int:
@@ -75,6 +74,8 @@ def _check(data: dict[str, Any]) -> int:
         raise _bad("'prompt' must be a non-empty string")
     if len(prompt) > MAX_PROMPT:
         raise _bad(f"'prompt' is longer than {MAX_PROMPT} characters")
+    _text(model, "model")
+    _text(prompt, "prompt")
     n = data.get("n", 1)
     if isinstance(n, str) and _SMALL_NUMBER.match(n.strip()):
         n = int(n.strip())
@@ -106,13 +107,13 @@ def _is_json(headers: Headers) -> bool:
 
 def generation_units(body: bytes, headers: Headers) -> int:
     """Images asked for (``n``)."""
-    return _check(_json_object(body))
+    return _check(json_object(body))
 
 
 def edit_units(body: bytes, headers: Headers) -> int:
     """Images asked for (``n``), from either form of the edit request."""
     if _is_json(headers):
-        return _check(_json_object(body))
+        return _check(json_object(body))
     fields = {name: data.decode("utf-8", "replace") for name, filename, data in
               multipart_parts(headers.get("content-type", ""), body) if filename is None}
     return _check(dict(fields))
@@ -131,6 +132,22 @@ class Source:
         if self.url is not None:
             return self.url
         return f"data:{self.mime};base64,{base64.b64encode(self.data or b'').decode('ascii')}"
+
+
+def _count(images: int) -> None:
+    """400 past :data:`MAX_IMAGES`, checked before any image is read."""
+    if images > MAX_IMAGES:
+        raise _bad(f"at most {MAX_IMAGES} images can be edited at once")
+
+
+def _image_url(item: Any, what: str) -> str:
+    """The ``image_url`` of an ``images[]`` item or of the ``mask`` (shape checked only; nothing is read)."""
+    if isinstance(item, dict) and "file_id" in item:
+        raise _bad("this gateway does not keep OpenAI file ids; upload the image and send its image_url")
+    url = item.get("image_url") if isinstance(item, dict) else None
+    if not isinstance(url, str) or not url.startswith(("http://", "https://", "data:")):
+        raise _bad(f"each of {what} needs an 'image_url' (http(s) or data: URL)")
+    return url
 
 
 def _source_bytes(data: bytes, name: str | None, what: str) -> Source:
@@ -171,7 +188,7 @@ class ImagesAPI:
 
     async def generate(self, call: RelayCall) -> RelayResult:
         self.require_backend()
-        data = _json_object(call.body)
+        data = json_object(call.body)
         _check(data)
         forwarded = {k: v for k, v in data.items() if k in GENERATE_FIELDS}
         return await self._forward(call, "/v1/images/generations", content=_dump(forwarded),
@@ -180,31 +197,37 @@ class ImagesAPI:
     async def edit(self, call: RelayCall) -> RelayResult:
         self.require_backend()
         if _is_json(call.headers):
-            data = _json_object(call.body)
+            data = json_object(call.body)
             _check(data)
             fields = {k: v for k, v in data.items() if k in EDIT_FIELDS}
             images = data.get("images")
             if not isinstance(images, list) or not images:
                 raise _bad("'images' must list at least one {\"image_url\": …}")
-            sources = [await self._from_json(item, "images[]") for item in images]
-            mask = await self._from_json(data["mask"], "mask") if data.get("mask") is not None else None
+            _count(len(images))
+            # every URL is checked before any upload is read, and each upload is read once
+            urls = [_image_url(item, "images[]") for item in images]
+            mask_url = _image_url(data["mask"], "mask") if data.get("mask") is not None else None
+            read: dict[str, Source] = {}
+            sources = [await self.resolve(url, read) for url in urls]
+            mask = await self.resolve(mask_url, read) if mask_url is not None else None
         else:
             parts = multipart_parts(call.headers.get("content-type", ""), call.body)
             fields = {n: b.decode("utf-8", "replace") for n, f, b in parts if f is None and n in EDIT_FIELDS}
             _check(fields)
-            sources = [_source_bytes(b, f, "the image") for n, f, b in parts if n in ("image", "image[]")]
+            files = [(f, b) for n, f, b in parts if n in ("image", "image[]")]
+            if not files:
+                raise _bad("'image' must be an image file")
+            _count(len(files))
+            sources = [_source_bytes(b, f, "the image") for f, b in files]
             masks = [_source_bytes(b, f, "the mask") for n, f, b in parts if n == "mask"]
             mask = masks[0] if masks else None
-            if not sources:
-                raise _bad("'image' must be an image file")
-        if len(sources) > MAX_IMAGES:
-            raise _bad(f"at most {MAX_IMAGES} images can be edited at once")
         if all(s.data is not None for s in [*sources, *([mask] if mask else [])]):
-            files = [("image" if len(sources) == 1 else "image[]", (s.name, s.data or b"", s.mime)) for s in sources]
+            parts_out = [("image" if len(sources) == 1 else "image[]", (s.name, s.data or b"", s.mime))
+                         for s in sources]
             if mask is not None:
-                files.append(("mask", (mask.name, mask.data or b"", mask.mime)))
-            request = httpx.Request("POST", "http://multipart.invalid/", files=files,
-                                    data={k: str(v) for k, v in fields.items()})
+                parts_out.append(("mask", (mask.name, mask.data or b"", mask.mime)))
+            form = {k: _text(v, k) if isinstance(v, str) else str(v) for k, v in fields.items()}
+            request = httpx.Request("POST", "http://multipart.invalid/", files=parts_out, data=form)
             return await self._forward(call, "/v1/images/edits", content=request.read(),
                                        content_type=request.headers["content-type"])
         body: dict[str, Any] = {**fields, "images": [{"image_url": s.as_url()} for s in sources]}
@@ -212,16 +235,10 @@ class ImagesAPI:
             body["mask"] = {"image_url": mask.as_url()}
         return await self._forward(call, "/v1/images/edits", content=_dump(body), content_type="application/json")
 
-    async def _from_json(self, item: Any, what: str) -> Source:
-        url = item.get("image_url") if isinstance(item, dict) else None
-        if isinstance(item, dict) and "file_id" in item:
-            raise _bad("this gateway does not keep OpenAI file ids; upload the image and send its image_url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://", "data:")):
-            raise _bad(f"each of {what} needs an 'image_url' (http(s) or data: URL)")
-        return await self.resolve(url)
+    async def resolve(self, url: str, read: dict[str, Source] | None = None) -> Source:
+        """A local :class:`Source` for one of this gateway's own upload URLs; other URLs stay URLs.
 
-    async def resolve(self, url: str) -> Source:
-        """A local :class:`Source` for one of this gateway's own upload URLs; other URLs stay URLs."""
+        ``read`` holds the uploads already read for this request, by id: each is read from disk once."""
         if url.startswith("data:"):
             return Source(url=url)
         try:
@@ -240,11 +257,18 @@ class ImagesAPI:
             raise _bad("the image_url names an upload of this gateway but its key is wrong", "invalid_upload")
         if upload.expires <= self.gateway.clock():
             raise _bad("the uploaded image has expired; upload it again", "upload_expired")
+        known = read.get(upload.id) if read is not None else None
+        if known is not None:
+            return known
         data = await asyncio.to_thread(self.store.read, upload)
         if data is None:
             raise _bad("the uploaded image is no longer stored; upload it again", "upload_expired")
-        return Source(data=data, mime=upload.content_type, name=f"{upload.id}.{upload.ext}")
+        source = Source(data=data, mime=upload.content_type, name=f"{upload.id}.{upload.ext}")
+        if read is not None:
+            read[upload.id] = source
+        return source
 
 
 def _dump(data: Any) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """Compact JSON, ASCII only: anything the client sent (a lone surrogate included) can be written."""
+    return json.dumps(data, separators=(",", ":")).encode("ascii")

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from starlette.datastructures import Headers
-from starlette.responses import Response
+from starlette.responses import FileResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from hermes.toolgateway.auth import Principal, extract_token
@@ -49,6 +49,7 @@ from hermes.toolgateway.relays.tool_images import ImagesAPI, edit_units, generat
 from hermes.toolgateway.uploads import (
     ID_PATTERN,
     UPLOAD_VENDORS,
+    StorageFull,
     UploadStore,
     clean_filename,
     iso_time,
@@ -185,21 +186,21 @@ class ToolOriginRelay(Relay):
             raise GatewayHTTPError(415, "unsupported_content",
                                    "only PNG, JPEG, WebP and GIF images can be uploaded (checked by their first bytes)")
         now = self.gateway.clock()
-        user_id = call.principal.user.id
         self.store.purge(now)
-        held, first_expiry = self.store.stored_bytes(user_id, now)
-        if limits.user_bytes and held + len(data) > limits.user_bytes:
-            wait = max(1, int((first_expiry or now) - now) + 1)
-            raise too_many("upload_storage_full", f"your uploads already hold {held} bytes (at most "
-                           f"{limits.user_bytes}); delete some ({UPLOADS}) or wait until they expire", wait)
-        upload_id = new_upload_id()
-        await asyncio.to_thread(self.store.write_file, upload_id, data)
+        try:  # the row first: it claims the room under the per-user cap before the file is written
+            upload, key = self.store.add(user_id=call.principal.user.id, vendor=vendor,
+                                         filename=clean_filename(filename), content_type=kind[0], ext=kind[1],
+                                         data=data, now=now, ttl=limits.ttl, upload_id=new_upload_id(),
+                                         cap=limits.user_bytes)
+        except StorageFull as full:
+            wait = max(1, int((full.first_expiry or now) - now) + 1)
+            raise too_many("upload_storage_full", f"your uploads already hold {full.held} bytes (at most "
+                           f"{limits.user_bytes}); delete some ({UPLOADS}) or wait until they expire", wait) from None
+        write = asyncio.ensure_future(asyncio.to_thread(self.store.write_file, upload.id, data))
         try:
-            upload, key = self.store.add(user_id=user_id, vendor=vendor, filename=clean_filename(filename),
-                                         content_type=kind[0], ext=kind[1], data=data, now=now, ttl=limits.ttl,
-                                         upload_id=upload_id)
-        except BaseException:
-            self.store.discard_file(upload_id)
+            await asyncio.shield(write)
+        except BaseException:  # the write failed, or this request was cancelled: drop the row once it is over
+            write.add_done_callback(lambda _: self.store.forget(upload.id))
             raise
         base = limits.files_url or call.base_url
         url = f"{base}{UPLOADS}/files/{upload.id}.{upload.ext}?key={key}"
@@ -214,13 +215,14 @@ class ToolOriginRelay(Relay):
         remaining = upload.expires - self.gateway.clock()
         if remaining <= 0:
             raise GatewayHTTPError(410, "upload_expired", f"this upload expired at {iso_time(upload.expires)}")
-        data = await asyncio.to_thread(self.store.read, upload)
-        if data is None:
-            raise GatewayHTTPError(404, "upload_not_found", "there is no upload at this URL")
+        path = self.store.path_of(upload.id)
+        try:  # streamed from the file in chunks (GET and HEAD alike): never held whole in memory
+            found = await asyncio.to_thread(path.stat)
+        except FileNotFoundError:
+            raise GatewayHTTPError(404, "upload_not_found", "there is no upload at this URL") from None
         headers = {"cache-control": f"private, max-age={int(remaining)}", "x-content-type-options": "nosniff",
-                   "content-security-policy": "default-src 'none'; sandbox", "content-length": str(len(data))}
-        body = b"" if scope["method"] == "HEAD" else data
-        return Response(body, headers=headers, media_type=upload.content_type)
+                   "content-security-policy": "default-src 'none'; sandbox"}
+        return FileResponse(path, headers=headers, media_type=upload.content_type, stat_result=found)
 
     def _principal(self, scope: Scope) -> Principal:
         """Authenticate and authorize a management call: a plan covering any upload category, rate limited."""

@@ -11,6 +11,13 @@ A lost connection (server restart, failover, idle cut) makes the statement that 
 :class:`~hermes.toolgateway.storage.base.StorageUnavailable` (HTTP 503), and the next statement
 reconnects. A statement is never re-sent on its own: it might have been applied before the
 connection broke. Passwords in the URL never reach logs or errors (:func:`~.base.scrub`).
+
+**A server that stops answering.** Statements run synchronously on the event loop's thread, so while
+one waits nothing else in the process runs. The waits are bounded (:data:`SESSION_DEFAULTS`, each kept
+when the URL sets it): TCP keepalives and ``tcp_user_timeout`` find a dead peer or an unacknowledged
+send within a few seconds, and ``statement_timeout`` (5 s) makes the server cancel a statement stuck on
+a lock; either ends as a 503. A value PostgreSQL cannot store (a NUL character in a text, a number out
+of range) is :class:`InvalidValue`, a 400, not a server error.
 """
 
 from __future__ import annotations
@@ -21,9 +28,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import RowMaker
 
 from hermes.errors import StoreError
+from hermes.toolgateway.errors import GatewayHTTPError
 from hermes.toolgateway.storage import pg_schema
 from hermes.toolgateway.storage.base import POSTGRES, Result, StorageUnavailable, mask_url, scrub
 
@@ -31,6 +40,32 @@ log = logging.getLogger("hermes.toolgateway")
 
 CONNECT_TIMEOUT = 5
 _CACHE_LIMIT = 2048
+STATEMENT_TIMEOUT_MS = 5000
+#: libpq connection parameters added unless the URL sets them: a silent peer is found within seconds
+SESSION_DEFAULTS = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "2",
+                    "tcp_user_timeout": "3000"}
+
+
+class InvalidValue(GatewayHTTPError, StoreError):
+    """A value the database cannot store (psycopg ``DataError``): 400 for a request, one line for the CLI."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(400, "invalid_request", "the request holds a value that cannot be stored "
+                         "(a NUL character, or a number out of range)")
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def session_options(url: str) -> dict[str, str]:
+    """The connection parameters :data:`SESSION_DEFAULTS` and ``statement_timeout`` add to ``url``'s."""
+    given = conninfo_to_dict(url)
+    extra = {k: v for k, v in SESSION_DEFAULTS.items() if k not in given}
+    options = str(given.get("options") or "")
+    if "statement_timeout" not in options:
+        extra["options"] = f"{options} -c statement_timeout={STATEMENT_TIMEOUT_MS}".strip()
+    return extra
 
 
 class Row:
@@ -116,7 +151,8 @@ class PostgresDatabase:
             conn.close()
             self._conn = None
         try:
-            conn = psycopg.connect(self.url, autocommit=True, row_factory=_rows, connect_timeout=CONNECT_TIMEOUT,
+            conninfo = make_conninfo(self.url, **session_options(self.url))
+            conn = psycopg.connect(conninfo, autocommit=True, row_factory=_rows, connect_timeout=CONNECT_TIMEOUT,
                                    application_name="hermes-toolgateway")
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
@@ -140,6 +176,9 @@ class PostgresDatabase:
             return conn.execute(query, params or None)
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
+        except psycopg.DataError as exc:
+            raise InvalidValue(f"the gateway database {self.label} refused a value: "
+                               f"{scrub(str(exc).strip(), self.url)}") from None
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

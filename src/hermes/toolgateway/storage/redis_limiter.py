@@ -9,7 +9,10 @@ expires once it would have refilled completely — a fresh bucket behaves the sa
 the tokens in use.
 
 Redis not answering is never a pass: the request gets ``503 rate_limiter_unavailable`` (fail closed)
-and the operator one log line per outage, with the URL's password masked.
+and the operator one log line per outage, with the URL's password masked. The client is synchronous
+and runs on the event loop's thread, so a Redis that accepts connections but never answers would hold
+every request of the process: connecting and each answer are bounded by :data:`SOCKET_TIMEOUT` (0.5 s),
+and a timeout is not retried (one retry, at once, only for a dropped connection — Redis restarted).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from hermes.toolgateway.storage.base import StorageUnavailable, mask_url, scrub
 log = logging.getLogger("hermes.toolgateway")
 
 KEY_PREFIX = "hermes:toolgateway:rl:"
-SOCKET_TIMEOUT = 2.0
+SOCKET_TIMEOUT = 0.5
 
 #: KEYS[1] the bucket; ARGV rate (tokens/s), burst, cost. Returns the seconds to wait ("0" when taken).
 TOKEN_BUCKET = """
@@ -77,7 +80,8 @@ class RedisRateLimiter:
         try:
             self._client: redis.Redis = redis.Redis.from_url(
                 url, socket_timeout=SOCKET_TIMEOUT, socket_connect_timeout=SOCKET_TIMEOUT,
-                retry=Retry(NoBackoff(), 1), health_check_interval=0)
+                retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+                health_check_interval=0)
         except ValueError as exc:
             raise ConfigError(f"redis_url {self.label} is not valid: {scrub(str(exc), url)}") from None
         self._bucket: Any = self._client.register_script(TOKEN_BUCKET)
