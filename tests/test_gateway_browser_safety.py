@@ -6,6 +6,9 @@
   listening Unix socket (the profile's singleton socket) lies in the session's 0700 directory.
 * Several clients share one session's pipe without seeing each other: each has its own command ids,
   events and sessions, and a session attached by one client is unknown to another.
+* Chromium never runs as root: under a root gateway every process of a session runs as ``run_as``
+  (``nobody`` here), with Chromium's own sandbox on, in folders that user owns (0700) inside a session
+  directory the gateway keeps (0711); the gateway still kills the group and removes the directory.
 * The per-session connection limit holds under concurrent connects (the slot is taken before the
   gateway waits for the browser) and a connect that fails gives its slot back.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pwd
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -32,6 +36,8 @@ CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK) and not os.environ.get("CI"),
                                 reason="needs /usr/bin/chromium (CI installs it)")
 LIMIT = 8  # connections per session (relays/browser_use.py MAX_CONNECTIONS)
+AS_ROOT = os.geteuid() == 0
+RUN_AS = {"browser-use.run_as": "nobody"} if AS_ROOT else {}  # as root, Chromium runs as nobody
 
 
 def listening_inodes() -> dict[int, int]:
@@ -130,7 +136,7 @@ def stop(gw: GatewayHarness, token: str, session_id: str) -> None:
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayHarness]:
     harness = GatewayHarness(tmp_path_factory.mktemp("gw_browser_safety"), **{
         "browser-use.backend": "local", "browser-use.chromium": CHROMIUM, "browser-use.max_sessions": 2,
-        "browser-use.max_sessions_per_user": 1, "browser-use.idle_timeout": 120})
+        "browser-use.max_sessions_per_user": 1, "browser-use.idle_timeout": 120, **RUN_AS})
     with harness:
         harness.user("alice", "paid")
         harness.user("bob", "paid")
@@ -148,16 +154,7 @@ def test_pooled_chromium_opens_no_tcp_listener(gw: GatewayHarness) -> None:
 def no_listener(gw: GatewayHarness, session: dict[str, Any]) -> None:
     pooled = gw.app.state.gateway.relays["browser-use"].pool.sessions[session["id"]]
 
-    async def drive() -> str:  # a page running, so renderers and the network service exist too
-        async with connect(session["cdpUrl"], proxy=None, compression=None) as ws:
-            tab = await call(ws, 1, "Target.createTarget", {"url": "data:text/html,<title>t</title>"})
-            attached = await call(ws, 2, "Target.attachToTarget", {"targetId": tab["result"]["targetId"],
-                                                                  "flatten": True})
-            reply = await call(ws, 3, "Runtime.evaluate", {"expression": "navigator.userAgent", "returnByValue": True},
-                               attached["result"]["sessionId"])
-            return str(reply["result"]["result"]["value"])
-
-    assert "HeadlessChrome" in asyncio.run(drive())
+    assert "HeadlessChrome" in asyncio.run(user_agent(session["cdpUrl"]))
     processes = group(pooled.pid)
     assert len(processes) > 1, "expected the browser and its helpers"
     listening = listening_inodes()
@@ -174,7 +171,49 @@ def no_listener(gw: GatewayHarness, session: dict[str, Any]) -> None:
         assert b"--remote-debugging-port" not in cmdline
     assert b"--remote-debugging-pipe" in Path(f"/proc/{pooled.pid}/cmdline").read_bytes()
     assert not (pooled.directory / "profile" / "DevToolsActivePort").exists()
-    assert pooled.directory.stat().st_mode & 0o777 == 0o700
+    assert pooled.directory.stat().st_mode & 0o777 == (0o711 if AS_ROOT else 0o700)
+
+
+def status_field(pid: int, name: str) -> list[str]:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{name}:"):
+            return line.split()[1:]
+    raise AssertionError(f"no {name} in /proc/{pid}/status")
+
+
+def test_pooled_chromium_runs_as_the_run_as_user(gw: GatewayHarness) -> None:
+    uid = pwd.getpwnam("nobody").pw_uid if AS_ROOT else os.getuid()
+    session = create(gw, gw.token("alice"))
+    try:
+        pooled = gw.app.state.gateway.relays["browser-use"].pool.sessions[session["id"]]
+        assert "HeadlessChrome" in asyncio.run(user_agent(session["cdpUrl"]))  # a renderer runs too
+        processes = group(pooled.pid)
+        assert len(processes) > 1
+        for pid in processes:  # real, effective, saved and filesystem uid: all run_as's
+            assert status_field(pid, "Uid") == [str(uid)] * 4, pid
+            assert not AS_ROOT or status_field(pid, "Groups") == [], pid  # no supplementary groups (root's)
+            assert b"--no-sandbox" not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        assert any(status_field(pid, "Seccomp") == ["2"] for pid in processes), "no sandboxed renderer"
+        for name in ("profile", "downloads", "home"):
+            info = (pooled.directory / name).stat()
+            assert (info.st_uid, info.st_mode & 0o777) == (uid, 0o700), name
+        log = (pooled.directory / "chromium.log").stat()
+        assert (log.st_uid, log.st_mode & 0o777) == (os.getuid(), 0o600)
+        directory = pooled.directory
+    finally:
+        stop(gw, gw.token("alice"), session["id"])
+    assert settled(lambda: not group(pooled.pid)) and not directory.exists()  # killed and removed as root
+
+
+async def user_agent(url: str) -> str:
+    """``navigator.userAgent`` of a new tab: a page running, so renderers and the network service exist too."""
+    async with connect(url, proxy=None, compression=None) as ws:
+        tab = await call(ws, 1, "Target.createTarget", {"url": "data:text/html,<title>t</title>"})
+        attached = await call(ws, 2, "Target.attachToTarget", {"targetId": tab["result"]["targetId"],
+                                                              "flatten": True})
+        reply = await call(ws, 3, "Runtime.evaluate", {"expression": "navigator.userAgent", "returnByValue": True},
+                           attached["result"]["sessionId"])
+        return str(reply["result"]["result"]["value"])
 
 
 def test_clients_share_a_pipe_without_seeing_each_other(gw: GatewayHarness) -> None:

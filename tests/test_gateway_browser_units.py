@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import pwd
 import struct
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +22,11 @@ import pytest
 from hermes.errors import ConfigError
 from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browserfence import NetworkFence
-from hermes.toolgateway.browserpool import chromium_argv
+from hermes.toolgateway.browserpool import BrowserPool, chromium_argv
 from hermes.toolgateway.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed
 from hermes.toolgateway.cdpproxy import screen, url_allowed
 from hermes.toolgateway.config import load_config
+from hermes.toolgateway.sandbox_proc import Identity
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -104,7 +107,37 @@ def test_config_and_command_line(tmp_path: Path) -> None:
     assert not any(arg.startswith("--remote-debugging-port") for arg in argv)  # no DevTools port, ever
     assert f"--user-data-dir={tmp_path / 'profile'}" in argv and "--proxy-server=socks5://127.0.0.1:4321" in argv
     assert "--proxy-bypass-list=<-loopback>" in argv and "--disable-quic" in argv
-    assert ("--no-sandbox" in argv) == (os.geteuid() == 0)
+    assert ("--no-sandbox" in argv) == (os.geteuid() == 0)  # only ever as root, which the pool never runs as
+    nobody = Identity("nobody", 65534, 65534, True)  # (not a real user needed: only the command line is built)
+    assert "--no-sandbox" not in chromium_argv(local, tmp_path, 4321, nobody)
+    assert "--no-sandbox" in chromium_argv(replace(local, chromium_sandbox=False), tmp_path, 4321, nobody)
+
+
+def test_run_as(tmp_path: Path) -> None:
+    local = load_config(None, overrides={"browser-use.backend": "local"}, env={}, home=tmp_path).browser_use
+    assert local.run_as is None and local.chromium_sandbox
+    named = load_config(None, overrides={"browser-use.backend": "local", "browser-use.run_as": "nobody",
+                                         "browser-use.chromium_sandbox": False}, env={}, home=tmp_path).browser_use
+    assert named.run_as == "nobody" and not named.chromium_sandbox
+    with pytest.raises(ConfigError, match=r"relays\.browser-use\.run_as"):
+        load_config(None, overrides={"browser-use.run_as": ""}, env={}, home=tmp_path)
+    for run_as in ("no-such-user-here", "root", "0"):
+        with pytest.raises(ConfigError, match=r"relays\.browser-use\.run_as"):
+            BrowserPool(replace(local, run_as=run_as))
+    if os.geteuid() != 0:  # without root there is no switching: run_as may only name the gateway's own user
+        assert BrowserPool(replace(local, run_as=str(os.getuid()))).identity is None
+        with pytest.raises(ConfigError, match=r"run_as = 'nobody' needs the gateway to run as root"):
+            BrowserPool(named)
+        return
+    with pytest.raises(ConfigError, match=r"relays\.browser-use\.run_as: the gateway runs as root"):
+        BrowserPool(local)  # Chromium would run as root
+    identity = BrowserPool(named).identity
+    assert identity is not None and identity.switch and identity.uid == pwd.getpwnam("nobody").pw_uid
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0o700)
+    closed.chmod(0o700)
+    with pytest.raises(ConfigError, match=r"relays\.browser-use\.work_dir: user nobody cannot reach"):
+        BrowserPool(replace(named, work_dir=closed / "browsers"))
 
 
 def test_cdp_screen() -> None:

@@ -38,6 +38,7 @@ needs_chromium = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK) and not os.
 OPERATOR_KEY = "bu-operator-secret"
 TITLE = "Hermes gateway test page"
 CREATE = {"timeout": 5, "proxyCountryCode": "us"}
+RUN_AS = {"browser-use.run_as": "nobody"} if os.geteuid() == 0 else {}  # as root, Chromium runs as nobody
 
 
 def upstream_headers(token: str, key: str | None = "browser-use-session-create:0123456789abcdef") -> dict[str, str]:
@@ -67,9 +68,7 @@ def units(gw: GatewayHarness, name: str, operation: str) -> list[tuple[int, int]
 def live_group(pgid: int) -> list[int]:
     """Processes of process group ``pgid`` that are not zombies."""
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for entry in (e for e in Path("/proc").iterdir() if e.name.isdigit()):
         try:
             after = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
@@ -162,7 +161,7 @@ def page() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayHarness]:
     harness = GatewayHarness(tmp_path_factory.mktemp("gw_browser"), **{
-        "browser-use.backend": "local", "browser-use.chromium": CHROMIUM, "browser-use.max_sessions": 2,
+        "browser-use.backend": "local", "browser-use.chromium": CHROMIUM, "browser-use.max_sessions": 2, **RUN_AS,
         "browser-use.max_sessions_per_user": 1, "browser-use.idle_timeout": 120, "browser-use.allow_loopback": True})
     with harness:
         for name, plan in (("alice", "paid"), ("bob", "paid"), ("carol", "paid"), ("fred", "free"), ("nina", "none")):
@@ -264,7 +263,7 @@ def test_release_closes_open_sockets_and_pool_limits(gw: GatewayHarness) -> None
 @needs_chromium
 def test_fence_idle_reaping_and_shutdown(tmp_path: Path, page: str) -> None:
     harness = GatewayHarness(tmp_path, **{"browser-use.backend": "local", "browser-use.chromium": CHROMIUM,
-                                          "browser-use.idle_timeout": 2})
+                                          "browser-use.idle_timeout": 2, **RUN_AS})
     harness.start()
     try:
         harness.user("alice", "paid")

@@ -15,6 +15,8 @@
     allow_loopback = false            # local: browsers may open 127.0.0.0/8, ::1 (tests; never the fence's port)
     allow_private = false             # local: browsers may open RFC 1918 / ULA / CGNAT addresses (intranets)
     work_dir = ""                     # local: where per-session profiles go (default: the system temp dir)
+    run_as = "hermes-browser"         # local: the Unix user Chromium runs as (required when the gateway is root)
+    chromium_sandbox = true           # local: Chromium's own sandbox (false: --no-sandbox; needs user namespaces)
 
 Kept free of the rest of the gateway so :mod:`hermes.toolgateway.config` can import it.
 """
@@ -52,6 +54,8 @@ class BrowserUseConfig:
     allow_loopback: bool = False
     allow_private: bool = False
     work_dir: Path | None = None
+    run_as: str | None = None  # checked against the gateway's own user by browserpool.browser_identity
+    chromium_sandbox: bool = True
 
 
 def browser_use_config(table: Mapping[str, Any], env: Mapping[str, str]) -> BrowserUseConfig:
@@ -82,6 +86,8 @@ def browser_use_config(table: Mapping[str, Any], env: Mapping[str, str]) -> Brow
         allow_loopback=read.flag("allow_loopback", False),
         allow_private=read.flag("allow_private", False),
         work_dir=Path(work_dir).expanduser() if work_dir else None,
+        run_as=read.word("run_as"),
+        chromium_sandbox=read.flag("chromium_sandbox", True),
     )
 
 

@@ -1,13 +1,22 @@
 """A pool of local headless Chromium processes: the ``local`` backend of the ``browser-use`` relay.
 
-Every browser session is one Chromium with a fresh directory (profile, downloads, temp files, its log),
-started in its own process group with ``--remote-debugging-pipe``: it speaks the DevTools protocol only
-over two pipes the gateway holds (:mod:`hermes.toolgateway.cdppipe`) and opens **no** DevTools port,
-so no other process of the host (another user's sandbox command, say) can find and drive it. ``sh``
-puts the pipes on the descriptors Chromium reads (3) and writes (4) and then becomes Chromium. Clients
-reach the browser through the gateway's WebSocket proxy (:mod:`hermes.toolgateway.cdpproxy`). Every
-connection the browser itself opens goes through the pool's network fence
-(:mod:`hermes.toolgateway.browserfence`), which keeps it off loopback and private networks.
+Every browser session is one Chromium with a fresh directory (its log; ``profile``, ``downloads`` and
+``home`` — its HOME, TMPDIR and working directory), started in its own process group with
+``--remote-debugging-pipe``: it speaks the DevTools protocol only over two pipes the gateway holds
+(:mod:`hermes.toolgateway.cdppipe`) and opens **no** DevTools port, so no other process of the host
+(another user's sandbox command, say) can find and drive it. ``sh`` puts the pipes on the descriptors
+Chromium reads (3) and writes (4) and then becomes Chromium. Clients reach the browser through the
+gateway's WebSocket proxy (:mod:`hermes.toolgateway.cdpproxy`). Every connection the browser itself
+opens goes through the pool's network fence (:mod:`hermes.toolgateway.browserfence`),
+which keeps it off loopback and private networks.
+
+Chromium never runs as root: a gateway running as root needs ``run_as``, an unprivileged user
+(:func:`browser_identity`). The session directory then stays the gateway's (mode 0711, so that user can
+pass through it but not list it; the log is the gateway's, 0600), its three folders are created 0700
+and handed to that user, and the child drops to it (no supplementary groups, ``setgid``, ``setuid``)
+in a ``preexec_fn`` — ``subprocess``'s ``user=``/``group=`` are ignored under uvloop — before ``sh``
+starts. The pipes are already open then, so they keep working; the gateway, as root, still kills the
+group. Chromium's own sandbox stays on (unless ``chromium_sandbox = false``).
 
 A session ends — its whole process group is killed and its directory removed — when its owner
 releases it, after ``idle_timeout`` seconds without a CDP command from any client, when its lifetime
@@ -23,6 +32,7 @@ import contextlib
 import hmac
 import logging
 import os
+import pwd
 import secrets
 import shutil
 import signal
@@ -30,21 +40,27 @@ import tempfile
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from hermes.errors import ConfigError
 from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browser_config import BrowserUseConfig
 from hermes.toolgateway.browserfence import NetworkFence
 from hermes.toolgateway.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed, PipeError
 from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.sandbox_fs import reachable_by
+from hermes.toolgateway.sandbox_proc import Identity
 
 log = logging.getLogger("hermes.toolgateway")
 
 ENDED_KEPT = 1000  # stopped sessions remembered, so a late stop or status answers "stopped" rather than 404
 #: runs Chromium with the pipes on fds 3 (stdin: commands) and 4 (stdout: replies), its own stdio on /dev/null
 PIPE_SHIM = ("/bin/sh", "-c", 'exec "$@" 3<&0 4>&1 </dev/null >/dev/null', "hermes-browser")
+SESSION_FOLDERS = ("profile", "downloads", "home")  # the run_as user's, mode 0700
+_RUN_AS = "gateway config: relays.browser-use.run_as"
 
 
 def iso(ts: float | None) -> str | None:
@@ -52,10 +68,59 @@ def iso(ts: float | None) -> str | None:
     return None if ts is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-def chromium_argv(config: BrowserUseConfig, profile: Path, fence_port: int) -> list[str]:
+def browser_identity(config: BrowserUseConfig) -> Identity | None:
+    """The user pooled Chromiums are switched to, or None (they run as the gateway's own, unprivileged, user).
+
+    A ConfigError when the gateway runs as root without ``run_as``, when ``run_as`` is no user or root, when
+    it names another user while the gateway is not root, or when that user cannot reach ``work_dir``.
+    """
+    euid = os.geteuid()
+    if not config.run_as:
+        if euid == 0:
+            raise ConfigError(f"{_RUN_AS}: the gateway runs as root; set run_as to a dedicated unprivileged user "
+                              "for the local browsers (they never run as root)")
+        return None
+    try:
+        entry = pwd.getpwuid(int(config.run_as)) if config.run_as.isdigit() else pwd.getpwnam(config.run_as)
+    except (KeyError, ValueError):
+        raise ConfigError(f"{_RUN_AS}: there is no user {config.run_as!r} here") from None
+    if entry.pw_uid == 0:
+        raise ConfigError(f"{_RUN_AS} must be an unprivileged user, not root")
+    if entry.pw_uid == euid:
+        return None
+    if euid != 0:
+        raise ConfigError(f"{_RUN_AS} = {config.run_as!r} needs the gateway to run as root (it switches to that "
+                          "user for each browser)")
+    identity = Identity(entry.pw_name, entry.pw_uid, entry.pw_gid, True)
+    work = (config.work_dir or Path(tempfile.gettempdir())).resolve()
+    blocked = reachable_by(work / "hermes-browser-", identity)  # work_dir itself included
+    if blocked is not None:
+        raise ConfigError(f"gateway config: relays.browser-use.work_dir: user {entry.pw_name} cannot reach {work} "
+                          f"({blocked} is closed to it)")
+    return identity
+
+
+def _preexec(identity: Identity | None, home: Path) -> Callable[[], None]:
+    """Run in the child before ``exec``: ``umask(077)``, the user switch (groups, gid, uid), ``chdir(home)``."""
+    switch = (identity.uid, identity.gid) if identity is not None and identity.switch else None
+    folder = str(home)
+
+    def apply() -> None:
+        os.umask(0o077)
+        if switch is not None:
+            os.setgroups([])
+            os.setgid(switch[1])
+            os.setuid(switch[0])
+        os.chdir(folder)
+
+    return apply
+
+
+def chromium_argv(config: BrowserUseConfig, profile: Path, fence_port: int,
+                  identity: Identity | None = None) -> list[str]:
     """The command line of one session's Chromium (all its traffic through the fence on ``fence_port``)."""
     argv = [config.chromium, "--headless"]
-    if os.geteuid() == 0:
+    if not config.chromium_sandbox or (identity is None and os.geteuid() == 0):
         argv.append("--no-sandbox")  # Chromium's sandbox refuses to run as root
     argv += ["--disable-gpu", "--disable-quic", "--no-first-run", "--no-default-browser-check",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -123,6 +188,7 @@ class BrowserPool:
 
     def __init__(self, config: BrowserUseConfig) -> None:
         self.config = config
+        self.identity = browser_identity(config)
         self.sessions: dict[str, BrowserSession] = {}
         self._starting: dict[str, int] = {}
         self._ended: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
@@ -170,22 +236,22 @@ class BrowserPool:
         return session
 
     async def _launch(self, owner: str, jti: str, lifetime: float, deadline: float) -> BrowserSession:
-        work = self.config.work_dir
-        if work is not None:
-            work.mkdir(parents=True, exist_ok=True)
-        directory = Path(tempfile.mkdtemp(prefix="hermes-browser-", dir=work))
-        profile = directory / "profile"
-        profile.mkdir()
-        (directory / "downloads").mkdir()
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(directory), "TMPDIR": str(directory),
+        try:
+            directory = self._session_directory()
+        except OSError as exc:
+            log.error("browser pool: cannot create a session directory: %s", exc)
+            raise GatewayHTTPError(503, "browser_unavailable", "the gateway could not start a browser") from None
+        home = directory / "home"
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), "TMPDIR": str(home),
                "LANG": "C.UTF-8"}  # nothing of the gateway's own environment (vendor keys) reaches the browser
         try:
-            fence_port = await self.fence.start()
-            with open(directory / "chromium.log", "wb") as logfile:
+            argv = chromium_argv(self.config, directory / "profile", await self.fence.start(), self.identity)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with open(os.open(directory / "chromium.log", flags, 0o600), "wb") as logfile:
                 process = await asyncio.create_subprocess_exec(
-                    *PIPE_SHIM, *chromium_argv(self.config, profile, fence_port), stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE, stderr=logfile, env=env, cwd=directory,
-                    start_new_session=True, limit=MAX_MESSAGE)
+                    *PIPE_SHIM, *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    stderr=logfile, env=env, start_new_session=True, preexec_fn=_preexec(self.identity, home),
+                    limit=MAX_MESSAGE)
         except OSError as exc:
             shutil.rmtree(directory, ignore_errors=True)
             log.error("browser pool: cannot start %s: %s", self.config.chromium, exc)
@@ -201,6 +267,28 @@ class BrowserPool:
             await self._kill(session)
             raise
         return session
+
+    def _session_directory(self) -> Path:
+        """A fresh session directory; with a user switch, its folders handed to that user inside a 0711 one."""
+        work, identity = self.config.work_dir, self.identity
+        if work is not None and not work.is_dir():
+            work.mkdir(parents=True, exist_ok=True)
+            if identity is not None:
+                work.chmod(0o711)
+        directory = Path(tempfile.mkdtemp(prefix="hermes-browser-", dir=work))  # 0700, nobody else can enter yet
+        try:
+            for name in SESSION_FOLDERS:
+                folder = directory / name
+                folder.mkdir(mode=0o700)
+                folder.chmod(0o700)
+                if identity is not None:
+                    os.chown(folder, identity.uid, identity.gid)
+            if identity is not None:
+                directory.chmod(0o711)
+        except OSError:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
+        return directory
 
     async def _wait_ready(self, session: BrowserSession, until: float) -> None:
         """Chromium answers ``Browser.getVersion`` on its pipe before ``until``."""
@@ -301,4 +389,4 @@ class BrowserPool:
         await self.fence.aclose()
 
 
-__all__ = ["BrowserPool", "BrowserSession", "chromium_argv"]
+__all__ = ["BrowserPool", "BrowserSession", "browser_identity", "chromium_argv"]
