@@ -38,7 +38,7 @@ from starlette.datastructures import Headers
 from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
-from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
+from hermes.toolgateway.relays.vendor import operator_headers, raise_for_vendor, vendor_request
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway
@@ -139,14 +139,7 @@ class FalQueueRelay(Relay):
                                    "this gateway has no FAL backend (set relays.fal-queue.url / api_key)")
 
     def _headers(self, call: RelayCall) -> dict[str, str]:
-        key = self.gateway.config.fal_queue.api_key
-        headers = {"accept": "application/json"}
-        if key:
-            headers["authorization"] = f"Key {key}"
-        idem = call.headers.get("x-idempotency-key")
-        if idem and len(idem) <= 200:
-            headers["x-idempotency-key"] = idem
-        return headers
+        return operator_headers(self.gateway.config.fal_queue.api_key, "Key", call.headers, accept="application/json")
 
     def _vendor_url(self, data: dict[str, Any], key: str) -> str:
         url = data.get(key)
@@ -175,10 +168,7 @@ class FalQueueRelay(Relay):
                                     deadline=call.deadline, json_body=json_body, params=params,
                                     headers=self._headers(call))
         raise_for_vendor(resp, "fal", (cfg.api_key,))
-        data = resp.json("fal")
-        if not isinstance(data, dict):
-            raise GatewayHTTPError(502, "vendor_bad_response", "fal answered with something that is not an object")
-        return data
+        return resp.json_object("fal")
 
     # -- operations ----------------------------------------------------------------------------------
     async def submit(self, call: RelayCall) -> RelayResult:

@@ -234,10 +234,7 @@ class KreaRelay(Relay):
                                     limits=self.gateway.config.limits, deadline=call.deadline,
                                     json_body=json_body, headers=self._headers(idempotency))
         raise_for_vendor(resp, "krea", (cfg.api_key,))
-        data = resp.json("krea")
-        if not isinstance(data, dict):
-            raise GatewayHTTPError(502, "vendor_bad_response", "krea answered with something that is not an object")
-        return data
+        return resp.json_object("krea")
 
     # -- operations ----------------------------------------------------------------------------------
     async def generate(self, call: RelayCall) -> RelayResult:

@@ -30,7 +30,7 @@ from starlette.datastructures import Headers
 
 from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
-from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
+from hermes.toolgateway.relays.vendor import operator_headers, raise_for_vendor, vendor_request
 
 SPEECH_FIELDS = frozenset({"model", "input", "voice", "response_format", "speed", "instructions", "stream_format"})
 TRANSCRIBE_FIELDS = frozenset({"model", "response_format", "language", "prompt", "temperature"})
@@ -127,20 +127,11 @@ class OpenAIAudioRelay(Relay):
             raise GatewayHTTPError(503, "backend_not_configured",
                                    "this gateway has no speech backend (set relays.openai-audio.url / api_key)")
 
-    def _headers(self, call: RelayCall) -> dict[str, str]:
-        key = self.gateway.config.openai_audio.api_key
-        headers: dict[str, str] = {}
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        idem = call.headers.get("x-idempotency-key")
-        if idem and len(idem) <= 200:
-            headers["x-idempotency-key"] = idem
-        return headers
-
     async def _forward(self, call: RelayCall, path: str, *, content: bytes, content_type: str,
                        accept: str) -> RelayResult:
         cfg = self.gateway.config.openai_audio
-        headers = {**self._headers(call), "content-type": content_type, "accept": accept}
+        headers = operator_headers(cfg.api_key, "Bearer", call.headers, **{"content-type": content_type,
+                                                                            "accept": accept})
         resp = await vendor_request(self.gateway.http, "POST", cfg.url + path, vendor="openai",
                                     limits=self.gateway.config.limits, deadline=call.deadline, content=content,
                                     headers=headers)

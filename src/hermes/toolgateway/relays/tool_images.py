@@ -32,7 +32,7 @@ from starlette.datastructures import Headers
 
 from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.relays.base import RelayCall, RelayResult
-from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
+from hermes.toolgateway.relays.vendor import operator_headers, raise_for_vendor, vendor_request
 from hermes.toolgateway.uploads import is_upload_id, sniff_image
 
 if TYPE_CHECKING:
@@ -171,12 +171,8 @@ class ImagesAPI:
 
     async def _forward(self, call: RelayCall, path: str, *, content: bytes, content_type: str) -> RelayResult:
         cfg = self.gateway.config.tool
-        headers = {"content-type": content_type, "accept": "application/json"}
-        if cfg.api_key:
-            headers["authorization"] = f"Bearer {cfg.api_key}"
-        idem = call.headers.get("x-idempotency-key")
-        if idem and len(idem) <= 200:
-            headers["x-idempotency-key"] = idem
+        headers = operator_headers(cfg.api_key, "Bearer", call.headers,
+                                   **{"content-type": content_type, "accept": "application/json"})
         resp = await vendor_request(self.gateway.http, "POST", cfg.url + path, vendor="openai",
                                     limits=self.gateway.config.limits, deadline=call.deadline, content=content,
                                     headers=headers)

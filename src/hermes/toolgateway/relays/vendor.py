@@ -53,6 +53,26 @@ class VendorResponse:
             raise GatewayHTTPError(502, "vendor_bad_response", f"{vendor} answered with something that is not JSON") \
                 from None
 
+    def json_object(self, vendor: str) -> dict[str, Any]:
+        """The body as a JSON object, or a 502 ``vendor_bad_response``."""
+        data = self.json(vendor)
+        if not isinstance(data, dict):
+            raise GatewayHTTPError(502, "vendor_bad_response",
+                                   f"{vendor} answered with something that is not an object")
+        return data
+
+
+def operator_headers(api_key: str | None, scheme: str, client: Mapping[str, str], **extra: str) -> dict[str, str]:
+    """Headers for a vendor call: ``extra``, the operator's key as ``<scheme> <key>`` (when there is one) and
+    the client's ``x-idempotency-key`` passed on (at most 200 characters; a longer one is dropped)."""
+    headers = dict(extra)
+    if api_key:
+        headers["authorization"] = f"{scheme} {api_key}"
+    idem = client.get("x-idempotency-key")
+    if idem and len(idem) <= 200:
+        headers["x-idempotency-key"] = idem
+    return headers
+
 
 def _retry_after(headers: httpx.Headers) -> float | None:
     value = headers.get("retry-after", "").strip()
