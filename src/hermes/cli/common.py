@@ -73,3 +73,12 @@ def run_command(module: str, args: argparse.Namespace) -> int:
         return 130
     except BrokenPipeError:
         return 1
+
+
+def confirmed(question: str) -> bool:
+    """Ask ``question [y/N]`` on the terminal; only ``y``/``yes`` is a yes (end of input is a no)."""
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from hermes.cli.common import confirmed
+
 if TYPE_CHECKING:
     from hermes.connectors.accounts import Account
     from hermes.connectors.client import ConnectorClient
@@ -131,14 +133,9 @@ def _remove(client: ConnectorClient, args: argparse.Namespace) -> int:
         what += f" ({account.display_name})"
     if not account.active:
         what += ", retired"
-    if not args.yes:
-        try:
-            answer = input(f"Remove {what}? This cannot be undone. [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Not removed.")
-            return 1
+    if not args.yes and not confirmed(f"Remove {what}? This cannot be undone."):
+        print("Not removed.")
+        return 1
     client.delete(account)
     print(f"Removed {what}.")
     return 0

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from hermes.cli.common import confirmed
+
 if TYPE_CHECKING:
     from hermes.store import SessionStore
 
@@ -112,11 +114,7 @@ def _delete(store: SessionStore, session_id: str, yes: bool) -> int:
         if not sys.stdin.isatty():
             raise HermesError(f"not deleting session {info.id} without confirmation; pass --yes")
         label = f" {info.title!r}" if info.title else ""
-        try:
-            answer = input(f"Delete session {info.id}{label} ({info.message_count} messages)? [y/N] ")
-        except EOFError:
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
+        if not confirmed(f"Delete session {info.id}{label} ({info.message_count} messages)?"):
             print("Not deleted.")
             return 1
     store.delete_session(info.id)
