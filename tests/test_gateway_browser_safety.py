@@ -16,12 +16,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import pwd
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,8 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
+from fakes.cdp import cdp_call as call
+from fakes.cdp import live_group, wait_until
 from fakes.vendors.harness import GatewayHarness
 
 CHROMIUM = "/usr/bin/chromium"
@@ -81,49 +81,11 @@ def socket_inodes(pid: int) -> set[int]:
     return inodes
 
 
-def group(pgid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                after = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(after[2]) == pgid and after[0] != "Z":
-                found.append(int(entry.name))
-    return found
-
-
-def settled(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
-    """``predicate`` holds within ``seconds`` (the gateway runs in its own thread)."""
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def create(gw: GatewayHarness, token: str) -> dict[str, Any]:
     resp = httpx.post(f"{gw.relay_url('browser-use')}/browsers", json={"timeout": 5},
                       headers={"X-Browser-Use-API-Key": token}, timeout=30)
     assert resp.status_code == 201, resp.text
     return dict(resp.json())
-
-
-async def call(ws: ClientConnection, ident: Any, method: str, params: dict[str, Any] | None = None,
-               session: str | None = None, seen: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Send a command and return its reply; other messages received meanwhile go to ``seen``."""
-    message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
-    if session:
-        message["sessionId"] = session
-    await ws.send(json.dumps(message))
-    while True:
-        reply = json.loads(await asyncio.wait_for(ws.recv(), 15))
-        if "id" in reply and reply["id"] == ident:
-            return dict(reply)
-        if seen is not None:
-            seen.append(reply)
 
 
 def stop(gw: GatewayHarness, token: str, session_id: str) -> None:
@@ -155,7 +117,7 @@ def no_listener(gw: GatewayHarness, session: dict[str, Any]) -> None:
     pooled = gw.app.state.gateway.relays["browser-use"].pool.sessions[session["id"]]
 
     assert "HeadlessChrome" in asyncio.run(user_agent(session["cdpUrl"]))
-    processes = group(pooled.pid)
+    processes = live_group(pooled.pid)
     assert len(processes) > 1, "expected the browser and its helpers"
     listening = listening_inodes()
     # the check sees listeners at all: this test process's own gateway (uvicorn) listens
@@ -187,7 +149,7 @@ def test_pooled_chromium_runs_as_the_run_as_user(gw: GatewayHarness) -> None:
     try:
         pooled = gw.app.state.gateway.relays["browser-use"].pool.sessions[session["id"]]
         assert "HeadlessChrome" in asyncio.run(user_agent(session["cdpUrl"]))  # a renderer runs too
-        processes = group(pooled.pid)
+        processes = live_group(pooled.pid)
         assert len(processes) > 1
         for pid in processes:  # real, effective, saved and filesystem uid: all run_as's
             assert status_field(pid, "Uid") == [str(uid)] * 4, pid
@@ -202,7 +164,7 @@ def test_pooled_chromium_runs_as_the_run_as_user(gw: GatewayHarness) -> None:
         directory = pooled.directory
     finally:
         stop(gw, gw.token("alice"), session["id"])
-    assert settled(lambda: not group(pooled.pid)) and not directory.exists()  # killed and removed as root
+    assert wait_until(lambda: not live_group(pooled.pid)) and not directory.exists()  # killed and removed as root
 
 
 async def user_agent(url: str) -> str:
@@ -284,7 +246,7 @@ def connection_limit(session: dict[str, Any], pooled: Any) -> None:
     finally:
         os.kill(pooled.pid, signal.SIGCONT)
     assert sorted(stalled) == [429] * (40 - LIMIT) + [502] * LIMIT, stalled
-    assert settled(lambda: pooled.connections == 0)  # the failed connects gave their slots back
+    assert wait_until(lambda: pooled.connections == 0)  # the failed connects gave their slots back
     statuses = asyncio.run(burst())  # a browser that answers: at most LIMIT at once, as many as that
     assert statuses.count(101) == LIMIT and statuses.count(429) == 40 - LIMIT, statuses
 
@@ -292,5 +254,5 @@ def connection_limit(session: dict[str, Any], pooled: Any) -> None:
         async with connect(session["cdpUrl"], proxy=None, compression=None) as ws:
             return await call(ws, 1, "Browser.getVersion")
 
-    assert settled(lambda: pooled.connections == 0)  # the gateway noticed the clients leave
+    assert wait_until(lambda: pooled.connections == 0)  # the gateway noticed the clients leave
     assert "result" in asyncio.run(after())  # every slot is free again

@@ -12,10 +12,8 @@ The Chromium tests skip when /usr/bin/chromium is missing, except under CI (they
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,9 +23,11 @@ import pytest
 from starlette.applications import Starlette
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
-from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from fakes.cdp import cdp_call as cdp
+from fakes.cdp import live_group, wait_until
 from fakes.vendors import ServerThread
 from fakes.vendors.browser_use import FakeBrowserUse
 from fakes.vendors.harness import GatewayHarness
@@ -65,42 +65,8 @@ def units(gw: GatewayHarness, name: str, operation: str) -> list[tuple[int, int]
     return [(int(r[0]), int(r[1])) for r in rows]
 
 
-def live_group(pgid: int) -> list[int]:
-    """Processes of process group ``pgid`` that are not zombies."""
-    found = []
-    for entry in (e for e in Path("/proc").iterdir() if e.name.isdigit()):
-        try:
-            after = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(after[2]) == pgid and after[0] != "Z":
-            found.append(int(entry.name))
-    return found
-
-
-def wait_until(predicate: Any, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 def pool_session(gw: GatewayHarness, session_id: str) -> Any:
     return gw.app.state.gateway.relays["browser-use"].pool.sessions.get(session_id)
-
-
-async def cdp(ws: ClientConnection, ident: int, method: str, params: dict[str, Any] | None = None,
-              session: str | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
-    if session:
-        message["sessionId"] = session
-    await ws.send(json.dumps(message))
-    while True:
-        reply = json.loads(await asyncio.wait_for(ws.recv(), 15))
-        if reply.get("id") == ident:
-            return dict(reply)
 
 
 async def page_title(url: str, page: str) -> str:

@@ -9,7 +9,6 @@ chart's colours. The gateway and its usage come from :func:`fakes.dashboard.usag
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import struct
 import subprocess
@@ -17,7 +16,6 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from starlette.applications import Starlette
@@ -25,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from fakes.cdp import cdp_call
 from fakes.dashboard import DAY, Page, login_link, usage_gateway
 from fakes.vendors import ServerThread
 from fakes.vendors.harness import GatewayHarness
@@ -74,18 +73,6 @@ def test_chromium_renders_the_signed_in_dashboard(gw: GatewayHarness, tmp_path: 
     assert points == set(bars)
 
 
-async def _cdp(ws: Any, ident: int, method: str, params: dict[str, Any] | None = None,
-               session: str | None = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
-    if session:
-        message["sessionId"] = session
-    await ws.send(json.dumps(message))
-    while True:
-        reply = json.loads(await asyncio.wait_for(ws.recv(), 15))
-        if reply.get("id") == ident:
-            return dict(reply)
-
-
 async def _final_page(devtools: str, start: str, settled: str) -> str:
     """Open ``start`` in a new tab and read the page's HTML until it contains ``settled`` (or 20 s pass).
 
@@ -95,13 +82,13 @@ async def _final_page(devtools: str, start: str, settled: str) -> str:
     from websockets.asyncio.client import connect
 
     async with connect(devtools, proxy=None, compression=None, max_size=None) as ws:
-        target = await _cdp(ws, 1, "Target.createTarget", {"url": start})
-        attached = await _cdp(ws, 2, "Target.attachToTarget", {"targetId": target["result"]["targetId"],
+        target = await cdp_call(ws, 1, "Target.createTarget", {"url": start})
+        attached = await cdp_call(ws, 2, "Target.attachToTarget", {"targetId": target["result"]["targetId"],
                                                                "flatten": True})
         session = attached["result"]["sessionId"]
         html, deadline, ident = "", time.monotonic() + 20, 3
         while time.monotonic() < deadline:
-            reply = await _cdp(ws, ident, "Runtime.evaluate", {
+            reply = await cdp_call(ws, ident, "Runtime.evaluate", {
                 "expression": "document.readyState + '|' + document.documentElement.outerHTML",
                 "returnByValue": True}, session)
             ident += 1
