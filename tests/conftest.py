@@ -69,3 +69,16 @@ def redis_server() -> Iterator[Any]:
         yield server
     finally:
         server.close()
+
+
+@pytest.fixture(scope="module")
+def traversable_root() -> Iterator[Path]:
+    """A 0711 folder under /tmp: a user such as ``nobody`` can pass through it (pytest's own tmp is 0700),
+    for the gateway's sandbox engine to create per-user folders in."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="hermes-root-", dir="/tmp"))
+    folder.chmod(0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
-import shutil
 import stat
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -38,12 +36,8 @@ MAX_OUTPUT = 8192
 
 
 @pytest.fixture(scope="module")
-def root() -> Iterator[Path]:
-    # nobody must be able to pass through every folder above the sandboxes, so not under pytest's 0700 tmp
-    folder = Path(tempfile.mkdtemp(prefix="hermes-modal-", dir="/tmp"))
-    folder.chmod(0o711)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+def root(traversable_root: Path) -> Path:
+    return traversable_root
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import stat
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,11 +34,8 @@ FULL = f"head -c {CAP} /dev/zero | tr '\\0' a"
 
 
 @pytest.fixture(scope="module")
-def root() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="hermes-modal-safety-", dir="/tmp"))
-    folder.chmod(0o711)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+def root(traversable_root: Path) -> Path:
+    return traversable_root
 
 
 @pytest.fixture(scope="module")
