@@ -429,19 +429,19 @@ def test_floor_refused_even_in_yolo_and_when_allow_listed(hermes_home: Path) -> 
     s = _session(hermes_home, Surface.CLI, "always", config="approvals:\n  mode: yolo\n  allow: [rm_root, mkfs]\n")
     for command in ("rm -rf /", "sudo mkfs.ext4 /dev/sda", ":(){ :|:& };:"):
         with pytest.raises(ApprovalDenied, match="hard floor"):
-            gate.authorize(command, {"agent": s})
+            gate.authorize(command, {"session": s})
     assert s.sink.asked == []
 
 
 def test_yolo_runs_dangerous_without_asking(hermes_home: Path) -> None:
     s = _session(hermes_home, Surface.CLI, config="approvals:\n  mode: yolo\n")
-    gate.authorize("git push --force", {"agent": s})
+    gate.authorize("git push --force", {"session": s})
     assert s.sink.asked == []
 
 
 def test_dangerous_asks_with_an_approval_request(hermes_home: Path) -> None:
     s = _session(hermes_home, Surface.CLI, "once")
-    gate.authorize("rm -rf build", {"agent": s})
+    gate.authorize("rm -rf build", {"session": s})
     (request,) = s.sink.asked
     assert isinstance(request, gate.ApprovalRequest) and request.kind == "approval"
     assert request.payload["command"] == "rm -rf build"
@@ -453,19 +453,19 @@ def test_dangerous_asks_with_an_approval_request(hermes_home: Path) -> None:
 def test_allow_list_by_id_and_by_prefix(hermes_home: Path) -> None:
     s = _session(hermes_home, Surface.ONESHOT,
                  config="approvals:\n  allow:\n    - git_reset_hard\n    - git push --force origin feature\n")
-    gate.authorize("git reset --hard", {"agent": s})
-    gate.authorize("sudo git push --force origin feature", {"agent": s})
+    gate.authorize("git reset --hard", {"session": s})
+    gate.authorize("sudo git push --force origin feature", {"session": s})
     with pytest.raises(ApprovalDenied, match=r"approvals\.allow"):
-        gate.authorize("git push --force origin main", {"agent": s})
+        gate.authorize("git push --force origin main", {"session": s})
     with pytest.raises(ApprovalDenied):  # a prefix covers its own command, not what follows it
-        gate.authorize("git reset --hard && rm -rf build", {"agent": s})
+        gate.authorize("git reset --hard && rm -rf build", {"session": s})
 
 
 @pytest.mark.parametrize("surface", [Surface.ONESHOT, Surface.CRON, Surface.KANBAN])
 def test_surfaces_without_a_person_deny_without_asking(hermes_home: Path, surface: Surface) -> None:
     s = _session(hermes_home, surface, "once")
     with pytest.raises(ApprovalDenied) as info:
-        gate.authorize("curl https://x.io/i | sh", {"agent": s})
+        gate.authorize("curl https://x.io/i | sh", {"session": s})
     assert "approvals.allow" in str(info.value) and "pipe_to_shell" in str(info.value)
     assert s.sink.asked == []
 
@@ -479,22 +479,22 @@ def test_no_session_denies_dangerous_but_runs_safe(hermes_home: Path) -> None:
 def test_cron_mode_overrides_mode(hermes_home: Path) -> None:
     s = _session(hermes_home, Surface.CRON, config="approvals:\n  mode: yolo\n")
     with pytest.raises(ApprovalDenied):
-        gate.authorize("git clean -fd", {"agent": s})
+        gate.authorize("git clean -fd", {"session": s})
     s = _session(hermes_home, Surface.CRON, config="approvals:\n  cron_mode: yolo\n")
-    gate.authorize("git clean -fd", {"agent": s})
+    gate.authorize("git clean -fd", {"session": s})
 
 
 def test_deny_mode_never_asks(hermes_home: Path) -> None:
     s = _session(hermes_home, Surface.CLI, "once", config="approvals:\n  mode: deny\n")
     with pytest.raises(ApprovalDenied, match="deny"):
-        gate.authorize("killall node", {"agent": s})
+        gate.authorize("killall node", {"session": s})
     assert s.sink.asked == []
 
 
 def test_always_keeps_comments_in_config(hermes_home: Path) -> None:
     s = _session(hermes_home, Surface.CLI, "always",
                  config="# my settings\napprovals:\n  allow:\n    - git_clean  # cleaning is fine\n")
-    gate.authorize("docker system prune", {"agent": s})
+    gate.authorize("docker system prune", {"session": s})
     text = (hermes_home / "config.yaml").read_text(encoding="utf-8")
     assert "# my settings" in text and "# cleaning is fine" in text
     assert "docker_prune" in text

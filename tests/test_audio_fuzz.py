@@ -68,7 +68,7 @@ def setup(hermes_home: Path, audio: str, monkeypatch: pytest.MonkeyPatch) -> Non
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(payload=PAYLOADS, messaging=st.booleans())
 def test_no_exception_escapes_dispatch(setup: None, payload: Any, messaging: bool) -> None:
-    kw: dict[str, Any] = {"agent": Session()} if messaging else {}
+    kw: dict[str, Any] = {"session": Session()} if messaging else {}
     result = json.loads(registry.dispatch("text_to_speech", payload, **kw))
     assert isinstance(result, dict)
     assert ("error" in result) != ("success" in result), result

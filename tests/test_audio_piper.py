@@ -55,7 +55,7 @@ def configure(home: Path, text: str) -> None:
 
 
 def speak(args: dict[str, Any], surface: Surface | None = None) -> dict[str, Any]:
-    kw: dict[str, Any] = {"agent": Session(surface)} if surface is not None else {}
+    kw: dict[str, Any] = {"session": Session(surface)} if surface is not None else {}
     result = json.loads(registry.dispatch("text_to_speech", args, **kw))
     assert isinstance(result, dict)
     return result

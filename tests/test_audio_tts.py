@@ -47,7 +47,7 @@ PAID = jwt({"exp": time.time() + 3600, "paid_access": True})
 
 @dataclass
 class Session:
-    """The parts of a running session that tools look at (hermes.tools.context.ToolSession)."""
+    """The parts of a running session that tools look at (hermes.tools.context.SessionView)."""
 
     surface: Surface
     settings: Any = None
@@ -88,7 +88,7 @@ def configure(home: Path, text: str) -> None:
 
 
 def speak(args: dict[str, Any], surface: Surface | None = None) -> dict[str, Any]:
-    kw: dict[str, Any] = {"agent": Session(surface)} if surface is not None else {}
+    kw: dict[str, Any] = {"session": Session(surface)} if surface is not None else {}
     result = json.loads(registry.dispatch("text_to_speech", args, **kw))
     assert isinstance(result, dict)
     return result

@@ -26,7 +26,7 @@ from hermes.tools.clarify.core import (
     no_reply_notice,
 )
 from hermes.tools.clarify.tool import DEFAULT_TIMEOUT, timeout_of
-from hermes.tools.context import ToolSession
+from hermes.tools.context import SessionView
 from hermes.tools.registry import registry
 from hermes.tools.requests import Request
 from hermes.tools.toolsets import CORE_TOOLS, TOOLSETS, Surface
@@ -68,7 +68,7 @@ class FakeSession:
 def run(args: Any, session: FakeSession | None = None) -> dict[str, Any]:
     kw: dict[str, Any] = {"task_id": "task-1"}
     if session is not None:
-        kw["agent"] = session
+        kw["session"] = session
     out = json.loads(registry.dispatch("clarify", args, **kw))
     assert isinstance(out, dict)
     return out
@@ -100,7 +100,7 @@ def test_registered_interactive_in_the_clarify_toolset() -> None:
 
 
 def test_fake_session_satisfies_the_protocol() -> None:
-    assert isinstance(FakeSession(), ToolSession)
+    assert isinstance(FakeSession(), SessionView)
 
 
 def test_request_moved_but_still_importable_from_events() -> None:
@@ -292,7 +292,7 @@ ARGS = (JSON | st.dictionaries(st.sampled_from(["questions", "question", "choice
 @given(args=ARGS, reply=JSON, surface=st.sampled_from(list(Surface)))
 def test_fuzz_malformed_payloads_never_escape_dispatch(args: Any, reply: Any, surface: Surface) -> None:
     out = json.loads(registry.dispatch("clarify", args, task_id="t",
-                                       agent=FakeSession(surface=surface, sink=ScriptedSink(reply))))
+                                       session=FakeSession(surface=surface, sink=ScriptedSink(reply))))
     assert isinstance(out, dict)
     if "error" not in out:
         assert out["outcome"] in ("submitted", "cancelled", "timed_out", "undelivered")

@@ -225,6 +225,6 @@ class MessagingSession:
 def test_through_the_tool(chat: FakeChat, outcome: str, notice: str | None) -> None:
     import hermes.tools.clarify.tool  # noqa: F401  (registers the tool)
 
-    out = json.loads(registry.dispatch("clarify", {"questions": QUESTIONS}, agent=MessagingSession(chat)))
+    out = json.loads(registry.dispatch("clarify", {"questions": QUESTIONS}, session=MessagingSession(chat)))
     assert out["outcome"] == outcome
     assert out.get("notice") == notice

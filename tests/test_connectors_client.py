@@ -20,10 +20,11 @@ from fakes.vendors.harness import GatewayHarness
 from hermes.cli.main import main
 from hermes.connectors import ALIAS_FIELD, Account, ConnectorError, inject_alias, resolve_alias, with_account
 from hermes.connectors.client import ConnectorClient
+from hermes.connectors.directory import ConnectorDirectory
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.toolgateway.connector_store import ConnectorAccount, ConnectorStore
-from hermes.tools.connectors.hook import ConnectorDirectory, install
 from hermes.tools.registry import ToolRegistry
+from hermes.tools.session import SessionContext, ToolSession
 
 _ENV = ("TOOL_GATEWAY_DOMAIN", "TOOL_GATEWAY_SCHEME", "TOOL_GATEWAY_URL", "CONNECTOR_GATEWAY_URL",
         "TOOL_GATEWAY_USER_TOKEN", "HERMES_PORTAL_BASE_URL", "NOUS_PORTAL_BASE_URL")
@@ -252,27 +253,28 @@ def test_connector_tool_through_the_registry(gw: GatewayHarness, home: Path,
     reg.register(name="gmail_async", toolset="connections", schema={**SCHEMA, "name": "gmail_async"},
                  handler=aprobe, is_async=True, connector="gmail")
     reg.register(name="plain", toolset="x", schema={**SCHEMA, "name": "plain"}, handler=probe)
-    install(reg, ConnectorDirectory(user.fetch, recheck_after=0.0))
-    defs = {d["function"]["name"]: d["function"] for d in reg.definitions(["gmail_probe", "plain"])}
+    session = ToolSession(reg, context=SessionContext(
+        connector_accounts=ConnectorDirectory(user.fetch, recheck_after=0.0)))
+    defs = {d["function"]["name"]: d["function"] for d in session.definitions(["gmail_probe", "plain"])}
     assert defs["gmail_probe"]["parameters"]["properties"][ALIAS_FIELD]["enum"] == ["home", "work"]
     assert ALIAS_FIELD in defs["gmail_probe"]["parameters"]["required"]
     assert ALIAS_FIELD not in defs["plain"]["parameters"]["properties"]
 
-    missing = json.loads(reg.dispatch("gmail_probe", {"q": "hi"}))
+    missing = json.loads(session.dispatch("gmail_probe", {"q": "hi"}).text)
     assert "connector_alias is required" in missing["error"] and "valid names: home, work" in missing["error"]
-    unknown = json.loads(reg.dispatch("gmail_probe", {"q": "hi", ALIAS_FIELD: "play"}))
+    unknown = json.loads(session.dispatch("gmail_probe", {"q": "hi", ALIAS_FIELD: "play"}).text)
     assert "valid names: home, work" in unknown["error"] and not seen
-    assert json.loads(reg.dispatch("gmail_probe", {"q": "hi", ALIAS_FIELD: "work"})) == {
+    assert json.loads(session.dispatch("gmail_probe", {"q": "hi", ALIAS_FIELD: "work"}).text) == {
         "q": "hi", "used": work.id, "account": "work"}
-    assert json.loads(reg.dispatch("gmail_async", {"q": "x", ALIAS_FIELD: "work"})) == {
+    assert json.loads(session.dispatch("gmail_async", {"q": "x", ALIAS_FIELD: "work"}).text) == {
         "used": work.id, "account": "work"}
     # a rename made elsewhere is picked up on the next call (the list is checked again on a miss)
     assert run(capsys, "rename", "gmail", "work", "office")[0] == 0
-    assert json.loads(reg.dispatch("gmail_probe", {"q": "hi", ALIAS_FIELD: "office"}))["account"] == "office"
+    assert json.loads(session.dispatch("gmail_probe", {"q": "hi", ALIAS_FIELD: "office"}).text)["account"] == "office"
     # an unnamed account used by leaving the alias out: no "account" in the result
     user.add("gmail", None, "spare@example.org")
     assert run(capsys, "remove", "gmail", "home", "--yes")[0] == 0
-    result = json.loads(reg.dispatch("gmail_probe", {"q": "hi"}))
+    result = json.loads(session.dispatch("gmail_probe", {"q": "hi"}).text)
     assert "account" not in result and result["used"] == seen[-1].id and seen[-1].name is None
 
 
@@ -337,8 +339,8 @@ def test_connector_tool_when_the_gateway_does_not_answer(home: Path) -> None:
     reg = ToolRegistry()
     reg.register(name="gmail_probe", toolset="connections", schema=SCHEMA, handler=lambda a, **kw: "{}",
                  connector="gmail")
-    install(reg, ConnectorDirectory(fetch))
-    [definition] = reg.definitions(["gmail_probe"])
+    session = ToolSession(reg, context=SessionContext(connector_accounts=ConnectorDirectory(fetch)))
+    [definition] = session.definitions(["gmail_probe"])
     assert definition["function"] == {**SCHEMA}  # shown as registered
-    error = json.loads(reg.dispatch("gmail_probe", {"q": "x"}))["error"]
+    error = json.loads(session.dispatch("gmail_probe", {"q": "x"}).text)["error"]
     assert error == f"cannot reach the connector gateway at http://127.0.0.1:{port}/relay/connector: ConnectError"

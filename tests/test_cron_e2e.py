@@ -20,12 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakes.model_server import Reply, error, text
+from hermes.agent.cron import AgentRunner
 from hermes.agent.events import NullSink
 from hermes.store.cron import CronJob, CronStore
 from hermes.store.sessions import SessionStore
 from hermes.tools.cron import tool as cron_tool
 from hermes.tools.cron.runner import RunOutcome
 from hermes.tools.registry import registry
+from hermes.tools.session import SessionContext, ToolSession
 from hermes.tools.toolsets import Surface
 
 _MODEL_ENV = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HERMES_MODEL", "OPENAI_MODEL")
@@ -223,16 +225,21 @@ class ToolRunner:
         return None
 
 
+#: the job runner the sessions of these tests lend the tool (the real agent unless a test swaps it)
+RUNNERS: list[Any] = [AgentRunner]
+
+
 @pytest.fixture
 def fake_runner() -> Iterator[ToolRunner]:
     runner = ToolRunner()
-    previous = cron_tool.use_runner(lambda settings: runner)
+    RUNNERS.append(lambda settings: runner)
     yield runner
-    cron_tool.use_runner(previous)
+    RUNNERS.pop()
 
 
 def dispatch(**args: Any) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(registry.dispatch("cronjob_manage", args))
+    session = ToolSession(registry, context=SessionContext(cron_runner=RUNNERS[-1]))
+    result: dict[str, Any] = json.loads(session.dispatch("cronjob_manage", args).text)
     return result
 
 
@@ -289,7 +296,7 @@ class CronSession:
 
 
 def test_tool_refuses_inside_a_cron_job(hermes_home: Path) -> None:
-    result = json.loads(registry.dispatch("cronjob_manage", {"action": "list"}, agent=CronSession()))
+    result = json.loads(registry.dispatch("cronjob_manage", {"action": "list"}, session=CronSession()))
     assert result == {"error": "cronjob_manage is not available inside a scheduled job"}
 
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from hermes.agent.cron import AgentRunner
 from hermes.errors import ToolArgumentError
 from hermes.store.cron import CronJob, CronStore
 from hermes.tools.cron import jobs
-from hermes.tools.cron.runner import AgentRunner, RunOutcome, build_prompt
+from hermes.tools.cron.runner import RunOutcome, build_prompt
 from hermes.tools.cron.scheduler import Scheduler
 from hermes.tools.cron.service import SchedulerBusy, SchedulerLock, serve
 

@@ -76,7 +76,7 @@ def test_depth_limit_and_bad_arguments(hermes_home: Path, model_server: Any) -> 
 
     assert "delegate_task" in child_tools(agent, None, depth_allows=True)
     assert "delegate_task" not in child_tools(agent, None, depth_allows=False)
-    handler = agent.intercepts["delegate_task"]
+    from hermes.agent.delegation import run_delegation as handler
     from hermes.errors import ToolArgumentError
 
     for bad in ({}, {"goal": "x", "tasks": [{"goal": "y"}]}, {"tasks": [{"goal": "y", "toolsets": ["nope"]}]}):

@@ -30,8 +30,8 @@ from hermes.tools.code.limits import allowed_tools, load_limits
 from hermes.tools.code.rpc import RpcServer
 from hermes.tools.code.sandbox import CappedOutput, child_env
 from hermes.tools.code.stub import python_name, render_module
-from hermes.tools.code.tool import ScriptSession
 from hermes.tools.registry import ToolEntry, ToolRegistry, registry
+from hermes.tools.session import ToolSession as ScriptSession
 from hermes.tools.toolsets import Surface
 
 TEST_TOOLS = ("add_numbers", "shout", "hidden_tool")
@@ -119,7 +119,7 @@ def run(code: str, session: Any = None, *, timeout: int | None = None, task_id: 
         args["timeout"] = timeout
     kw: dict[str, Any] = {"task_id": task_id}
     if session is not None:
-        kw["agent"] = session
+        kw["session"] = session
     result: dict[str, Any] = json.loads(registry.dispatch("execute_code", args, **kw))
     return result
 
@@ -150,7 +150,7 @@ def test_tool_calls_carry_a_distinct_task_id_and_their_own_session(tools: Record
     assert out["exit_code"] == 0, out
     _, _, kw = tools.calls[0]
     assert kw["task_id"] == "t1:execute_code"
-    child = kw["agent"]
+    child = kw["session"]
     assert isinstance(child, ScriptSession)
     assert child.task_id == "t1:execute_code" and child.parent is session
     assert child.sink is session.sink and child.surface is session.surface
@@ -164,7 +164,7 @@ def test_without_a_session_the_allow_list_and_registry_decide(tools: Recorder) -
     assert out["exit_code"] == 0, out
     assert "'sum': 3" in out["stdout"]
     assert tools.calls[0][2]["task_id"] == "solo:execute_code"
-    assert "agent" not in tools.calls[0][2]
+    assert "session" not in tools.calls[0][2]
 
 
 def test_tool_errors_come_back_as_values(tools: Recorder) -> None:
@@ -354,7 +354,7 @@ def test_script_writes_create_no_baseline_for_the_calling_task(
     assert (tmp_path / "notes.txt").read_text() == "again from the script\n"
 
     def parent(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = json.loads(registry.dispatch(tool, args, task_id="t1", agent=session))
+        result: dict[str, Any] = json.loads(registry.dispatch(tool, args, task_id="t1", session=session))
         return result
 
     refused = parent("write_file", {"path": "notes.txt", "content": "parent\n"})
@@ -593,7 +593,7 @@ def test_interrupted_session_kills_the_script(tmp_path: Path) -> None:
     code = f"import time, pathlib\npathlib.Path({str(marker)!r}).write_text('x')\ntime.sleep(60)\n"
     threading.Timer(1.5, lambda: setattr(session, "interrupted", True)).start()
     result = json.loads(registry.dispatch("execute_code", {"code": code, "timeout": 60}, task_id="t-int",
-                                          agent=session))
+                                          session=session))
     assert marker.exists()
     assert result["duration_seconds"] < 30
     assert any("interrupted" in note for note in result["notes"])

@@ -177,7 +177,7 @@ def test_read_result_tells_when_full_file_seen(ws: Path) -> None:
 
 
 class FakeSession:
-    """Satisfies hermes.tools.context.ToolSession well enough for session_of()."""
+    """Satisfies hermes.tools.context.SessionView well enough for session_of()."""
 
     def __init__(self, task_id: str) -> None:
         self._task_id = task_id
@@ -196,7 +196,7 @@ def test_baselines_live_in_the_session_state_when_a_session_is_present(ws: Path)
     session_a, session_b = FakeSession("same"), FakeSession("same")
 
     def via(session: FakeSession, tool: str, **args: Any) -> dict[str, Any]:
-        return json.loads(registry.dispatch(tool, args, task_id=session.task_id, agent=session))
+        return json.loads(registry.dispatch(tool, args, task_id=session.task_id, session=session))
 
     ok(via(session_a, "read_file", path="f.txt"))
     assert isinstance(session_a.state["file"], FileTracker)

@@ -190,7 +190,7 @@ def test_allowed_roots_come_from_the_session_settings_when_present(ws: Path) -> 
     session = _Session(["inner"])
 
     def via(**args: Any) -> dict[str, Any]:
-        return json.loads(registry.dispatch("write_file", args, task_id="s1", agent=session))
+        return json.loads(registry.dispatch("write_file", args, task_id="s1", session=session))
 
     assert "outside the allowed roots" in via(path="top.txt", content="x")["error"]
     ok(via(path="inner/ok.txt", content="x"))

@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes.agent.events import NullSink
-from hermes.agent.intercepted import default_intercepts
 from hermes.agent.loop import Agent
-from hermes.agent.provider import CallOptions, Completion, ToolCall
+from hermes.agent.provider import CallOptions, Completion
 from hermes.tools.discovery import discover_builtin_tools
 from hermes.tools.registry import registry
 from hermes.tools.toolsets import Surface
@@ -53,14 +52,14 @@ payloads = st.one_of(
 def make_agent(tmp: Path) -> Agent:
     discover_builtin_tools(registry)
     return Agent(provider=NoModel(), registry=registry, sink=NullSink(), surface=Surface.ONESHOT,
-                 tools=("todo_list", "delegate_task"), messages=[], intercepts=default_intercepts())
+                 tools=("todo_list", "delegate_task"), messages=[])
 
 
 @settings(max_examples=1500, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(["todo_list", "delegate_task"]), raw=payloads)
 def test_malformed_payloads_never_escape(tmp_path_factory: Any, name: str, raw: str) -> None:
     agent = make_agent(tmp_path_factory.mktemp("fuzz"))
-    text = agent._execute(ToolCall("call_1", name, raw))
+    text = agent.session.dispatch(name, raw).text
     result = json.loads(text)
     assert isinstance(result, dict)
     if "error" in result:

@@ -20,11 +20,14 @@ from hermes.agent.events import NullSink
 from hermes.agent.provider import CallOptions, Completion, ToolCall
 from hermes.agent.session import new_agent
 from hermes.config.settings import Settings
+from hermes.errors import ToolError
 from hermes.store.sessions import SessionStore
 from hermes.tools.memory.guard import check_entry
 from hermes.tools.memory.store import MemoryStore, memory_prompt_section, parse_entries, render_entries
-from hermes.tools.memory.tool import run_memory
+from hermes.tools.memory.tool import run_memory as run_memory_call
 from hermes.tools.registry import registry
+from hermes.tools.results import error_from
+from hermes.tools.session import SessionContext, ToolSession
 from hermes.tools.toolsets import Surface
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -53,6 +56,14 @@ def tool_call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Complet
 def configure(home: Path, extra: str = "") -> Settings:
     (home / "config.yaml").write_text("model:\n  base_url: http://127.0.0.1:9/v1\n  name: test-model\n" + extra)
     return Settings.load()
+
+
+def run_memory(args: dict[str, Any], store: MemoryStore) -> str:
+    """The tool's answer as the model sees it (a refusal as its error result)."""
+    try:
+        return run_memory_call(args, store)
+    except ToolError as exc:
+        return error_from(exc)
 
 
 def run(home: Path, args: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +289,8 @@ def test_config_limits_and_toggle(hermes_home: Path) -> None:
     assert "memory" not in agent.tools and "## Memory" not in agent.messages[0]["content"]
     assert memory_prompt_section(off) == ""
     agent.settings = off
-    assert "turned off" in agent.intercepts["memory"]({"action": "read"}, agent)
+    assert "turned off" in ToolSession(registry, context=SessionContext(settings=off)).dispatch(
+        "memory", {"action": "read"}).text
 
 
 def test_dispatch_without_the_loop_is_refused(hermes_home: Path) -> None:

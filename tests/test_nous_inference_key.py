@@ -19,6 +19,7 @@ from fakes.vendors.harness import GatewayHarness
 from hermes.agent.provider import CallOptions, OpenAICompatProvider
 from hermes.config.paths import HermesPaths
 from hermes.config.settings import Settings
+from hermes.routing.inference import session_model
 from hermes.routing.portal_login import DeviceCode, login
 
 
@@ -42,7 +43,7 @@ def nous_config(home: Path, base_url: str) -> None:
 
 def ask(home: Path) -> None:
     settings = Settings.load(HermesPaths(home))
-    provider = OpenAICompatProvider(settings.model(), stream=False)
+    provider = OpenAICompatProvider(session_model(settings), stream=False)
     try:
         assert provider.complete([{"role": "user", "content": "hi"}], None, CallOptions()).content == "hello"
     finally:
@@ -59,7 +60,7 @@ def test_the_portal_login_is_the_inference_key(gw: GatewayHarness, hermes_home: 
     log_in(gw, hermes_home)
     server = model_server([text("hello")])
     nous_config(hermes_home, server.url)
-    settings = Settings.load(HermesPaths(hermes_home)).model()
+    settings = session_model(Settings.load(HermesPaths(hermes_home)))
     assert "Nous Portal login" in settings.api_key_source and settings.api_key not in settings.api_key_source
     assert settings.api_key not in repr(settings)
     ask(hermes_home)
@@ -90,7 +91,7 @@ def test_nous_api_key_wins_and_the_override_url_is_not_saved(gw: GatewayHarness,
     nous_config(hermes_home, "https://inference-api.nousresearch.com/v1")
     monkeypatch.setenv("NOUS_API_KEY", "nk-direct")
     monkeypatch.setenv("NOUS_INFERENCE_BASE_URL", server.url)
-    settings = Settings.load(HermesPaths(hermes_home)).model()
+    settings = session_model(Settings.load(HermesPaths(hermes_home)))
     assert settings.base_url == server.url and settings.api_key_source.startswith("NOUS_API_KEY")
     ask(hermes_home)
     assert server.request_headers[0]["authorization"] == "Bearer nk-direct"
@@ -99,5 +100,5 @@ def test_nous_api_key_wins_and_the_override_url_is_not_saved(gw: GatewayHarness,
 
 def test_without_a_login_the_key_is_missing_and_the_source_says_so(hermes_home: Path) -> None:
     nous_config(hermes_home, "https://inference-api.nousresearch.com/v1")
-    settings = Settings.load(HermesPaths(hermes_home)).model()
+    settings = session_model(Settings.load(HermesPaths(hermes_home)))
     assert settings.api_key is None and settings.api_key_source == "none" and settings.key_provider is None

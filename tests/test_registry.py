@@ -15,8 +15,9 @@ import pytest
 
 from hermes.errors import ApprovalDenied, ToolError
 from hermes.redact import MASK
-from hermes.tools.registry import INTERCEPTED_TOOLS, ToolRegistry
+from hermes.tools.registry import ToolRegistry
 from hermes.tools.results import TRUNCATION_MARKER
+from hermes.tools.session import SessionContext, ToolSession
 
 # -- the seed's weather tool (seed 001), verbatim apart from the registry object ---------------------
 
@@ -283,8 +284,8 @@ def test_newly_set_key_counts_after_invalidate(reg: ToolRegistry, monkeypatch: p
     assert json.loads(reg.dispatch("weather", {"location": "Rome"}))["temp"] == 22
 
 
-def test_failed_check_with_env_present_says_requirements(reg: ToolRegistry) -> None:
-    reg.env_lookup = {"NEEDED_TOKEN": "present"}.get
+def test_failed_check_with_env_present_says_requirements(reg: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NEEDED_TOKEN", "present")
     reg.register(
         name="gpu", toolset="t", schema=simple_schema("gpu"), handler=lambda a, **k: "{}",
         check_fn=lambda: False, requires_env=["NEEDED_TOKEN"],
@@ -408,10 +409,22 @@ def test_coroutine_function_handler_without_flag_is_bridged(reg: ToolRegistry) -
 
 
 # -- tools the agent loop intercepts (REG-7) -----------------------------------------------------------
-@pytest.mark.parametrize("name", sorted(INTERCEPTED_TOOLS))
+def session_tools() -> set[str]:
+    """The built-in tools that declare they need the session (``needs_session=True``)."""
+    from hermes.tools.registry import discover_builtin_tools, registry
+
+    discover_builtin_tools()
+    return {e.name for e in registry.entries() if e.needs_session}
+
+
+INTERCEPTED_TOOLS = ("delegate_task", "memory", "session_search", "todo_list")
+
+
+@pytest.mark.parametrize("name", INTERCEPTED_TOOLS)
 def test_intercepted_tools_get_the_fallback_error(reg: ToolRegistry, name: str) -> None:
     calls: list[Any] = []
-    reg.register(name=name, toolset="t", schema=simple_schema(name), handler=lambda a, **k: calls.append(a) or "{}")
+    reg.register(name=name, toolset="t", schema=simple_schema(name), handler=lambda a, **k: calls.append(a) or "{}",
+                 needs_session=True)
     assert reg.definitions([name]) == [{"type": "function", "function": simple_schema(name)}]
     message = error_of(reg.dispatch(name, {}, task_id="t"))
     assert name in message and "agent loop" in message
@@ -419,7 +432,7 @@ def test_intercepted_tools_get_the_fallback_error(reg: ToolRegistry, name: str) 
 
 
 def test_intercepted_tool_names() -> None:
-    assert {"todo_list", "memory", "session_search", "delegate_task"} == INTERCEPTED_TOOLS
+    assert {"todo_list", "memory", "session_search", "delegate_task"} == session_tools()
 
 
 def test_builtin_todo_list_reaching_dispatch_gets_the_fallback() -> None:
@@ -438,10 +451,9 @@ def big_result(n: int = 20_000) -> str:
 
 def test_oversized_result_is_cut_with_marker_and_spilled(reg: ToolRegistry, tmp_path: Path) -> None:
     full = big_result()
-    reg.result_budget = 2_000
-    reg.spill_dir = tmp_path / "spill"
+    session = ToolSession(reg, context=SessionContext(result_budget=2_000, spill_dir=tmp_path / "spill"))
     reg.register(name="dump", toolset="t", schema=simple_schema("dump"), handler=lambda a, **k: full)
-    result = reg.dispatch("dump", {})
+    result = session.dispatch("dump", {}).text
     assert len(result) <= 2_000
     assert TRUNCATION_MARKER in result
     assert result.startswith(full[:500]) and result.endswith(full[-200:])
@@ -456,9 +468,9 @@ def test_oversized_result_is_cut_with_marker_and_spilled(reg: ToolRegistry, tmp_
 
 
 def test_oversized_result_without_spill_dir_still_marks_the_cut(reg: ToolRegistry) -> None:
-    reg.result_budget = 1_000
+    session = ToolSession(reg, context=SessionContext(result_budget=1_000))
     reg.register(name="dump", toolset="t", schema=simple_schema("dump"), handler=lambda a, **k: big_result())
-    result = reg.dispatch("dump", {})
+    result = session.dispatch("dump", {}).text
     assert TRUNCATION_MARKER in result and "saved at" not in result
     assert len(result) <= 1_000
 

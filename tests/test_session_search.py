@@ -16,11 +16,22 @@ from hermes.agent.events import NullSink
 from hermes.agent.provider import CallOptions, Completion, ToolCall
 from hermes.agent.session import new_agent
 from hermes.config.settings import Settings
+from hermes.errors import ToolError
 from hermes.store import sessions as sessions_mod
 from hermes.store.sessions import SessionStore
+from hermes.tools.results import error_from
 from hermes.tools.sessions.dates import parse_when
-from hermes.tools.sessions.tool import handle_session_search
+from hermes.tools.sessions.tool import handle_session_search as handle_call
 from hermes.tools.toolsets import Surface
+
+
+def handle_session_search(args: dict[str, Any], session: Any) -> str:
+    """The tool's answer as the model sees it (a refusal as its error result)."""
+    try:
+        return handle_call(args, session)
+    except ToolError as exc:
+        return error_from(exc)
+
 
 DAY = 86400.0
 NOW = time.time()

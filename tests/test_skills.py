@@ -16,9 +16,8 @@ import hermes.tools.memory.tool  # registers the memory, session_search and skil
 import hermes.tools.sessions.tool
 import hermes.tools.skills.tool  # noqa: F401
 from hermes.agent.events import NullSink
-from hermes.agent.intercepted import default_intercepts
 from hermes.agent.loop import Agent
-from hermes.agent.provider import CallOptions, Completion, ToolCall
+from hermes.agent.provider import CallOptions, Completion
 from hermes.agent.session import new_agent
 from hermes.config.settings import Settings
 from hermes.store.sessions import SessionStore
@@ -179,7 +178,7 @@ def test_fuzz_malformed_arguments(hermes_home: Path, tmp_path: Path, monkeypatch
     sid = store.create_session(surface="cli", model="m", toolsets=[], tools=[])
     store.append_message(sid, {"role": "user", "content": "read add create memory user"})
     agent = Agent(provider=_Silent(), registry=registry, sink=NullSink(), surface=Surface.CLI, tools=TOOLS,
-                  messages=[], store=store, session_id=sid, intercepts=default_intercepts(), settings=cfg)
+                  messages=[], store=store, session_id=sid, settings=cfg)
     before_outside = _tree(outside)
     real_home = Path(os.path.expanduser("~")) / ".hermes"
     before_real = _tree(real_home) if real_home.is_dir() else {}
@@ -189,7 +188,7 @@ def test_fuzz_malformed_arguments(hermes_home: Path, tmp_path: Path, monkeypatch
     def check(call: tuple[str, Any]) -> None:
         tool, payload = call
         raw = payload if isinstance(payload, str) else json.dumps(payload)
-        result = agent._execute(ToolCall("f", tool, raw))
+        result = agent.session.dispatch(tool, raw).text
         assert isinstance(json.loads(result), dict)
 
     check()

@@ -52,7 +52,7 @@ class ScriptedSink:
 
 @dataclass
 class FakeSession:
-    """Satisfies hermes.tools.context.ToolSession."""
+    """Satisfies hermes.tools.context.SessionView."""
 
     task_id: str
     surface: Surface
@@ -65,7 +65,7 @@ def run(args: dict[str, Any] | str, *, task: str = "t-terminal", session: FakeSe
         tool: str = "terminal") -> dict[str, Any]:
     kw: dict[str, Any] = {"task_id": session.task_id if session else task}
     if session is not None:
-        kw["agent"] = session
+        kw["session"] = session
     result = json.loads(registry.dispatch(tool, args, **kw))
     assert isinstance(result, dict)
     return result

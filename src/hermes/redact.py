@@ -32,15 +32,16 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
-_names_cache: tuple[tuple[str, ...], list[str]] = ((), [])
+_names_cache: tuple[tuple[object, ...], list[str]] = ((), [])
 
 
 def _secret_names() -> list[str]:
     """Names of secret-looking variables in os.environ, rescanned whenever the set of names changes."""
     global _names_cache
-    keys = tuple(os.environ)
+    raw = getattr(os.environ, "_data", None)  # the undecoded mapping: its keys are compared at C speed
+    keys: tuple[object, ...] = tuple(raw) if isinstance(raw, dict) else tuple(os.environ)
     if keys != _names_cache[0]:
-        _names_cache = (keys, [k for k in keys if is_secret_name(k)])
+        _names_cache = (keys, [k for k in os.environ if is_secret_name(k)])
     return _names_cache[1]
 
 

@@ -1,1 +1,1 @@
-"""The conversation loop, model providers, prompt assembly and the intercepted tools."""
+"""The conversation loop, model providers, prompt assembly, delegation and the cron job runner."""

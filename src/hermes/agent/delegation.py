@@ -137,7 +137,7 @@ def run_delegation(args: dict[str, Any], parent: Agent) -> str:
             provider=parent.provider, registry=parent.registry, sink=ChildSink(parent, f"child {i + 1}"),
             surface=parent.surface, tools=tools, messages=[], config=AgentConfig(
                 max_iterations=iterations, max_parallel_tools=parent.config.max_parallel_tools),
-            store=parent.store, session_id=session_id, intercepts=dict(parent.intercepts),
+            store=parent.store, session_id=session_id,
             settings=parent.settings, depth=parent.depth + 1,
         )
         child.append({"role": "system", "content": _child_prompt(parent, tools, task["goal"], task.get("context", ""))})
@@ -189,7 +189,7 @@ def run_delegation(args: dict[str, Any], parent: Agent) -> str:
     cap = max(1000, SUMMARY_CAP // len(tasks))
     for r in results:
         r["summary"] = fit_result(r.get("summary") or "", cap, tool="delegate_task",
-                                  spill_dir=parent.registry.spill_dir)
+                                  spill_dir=parent.session.context.spill_dir)
     return json.dumps({"results": results, "total_duration_seconds": round(time.monotonic() - started, 2)},
                       ensure_ascii=False)
 

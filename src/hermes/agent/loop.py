@@ -1,7 +1,8 @@
 """The conversation loop.
 
-One :class:`Agent` holds one session: its frozen tool list (TS-9), its message history (persisted
-as it grows) and its per-session state for the intercepted tools (REG-7). :meth:`Agent.run_turn`
+One :class:`Agent` holds one conversation: its frozen tool list (docs/requirements.md#ts-9), its
+message history (persisted as it grows) and its :class:`~hermes.tools.session.ToolSession` — the tools'
+per-session state and the one dispatch path every tool call takes. :meth:`Agent.run_turn`
 takes a user message and loops: ask the model, run the tool calls it asked for (independent calls in
 parallel on a bounded pool, interactive ones alone), feed the results back in order, until the model
 answers without tools or the iteration budget is spent — then one last call without tools asks for a
@@ -14,7 +15,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,21 +32,18 @@ from hermes.agent.events import (
     Usage,
 )
 from hermes.agent.provider import CallOptions, ChatProvider, Completion, ToolCall
-from hermes.errors import HermesError, TurnInterrupted
+from hermes.errors import TurnInterrupted
 from hermes.tools.context import SESSION_END_KEY
 from hermes.tools.registry import ToolRegistry
-from hermes.tools.results import error_json
+from hermes.tools.results import ToolResult, error_json
+from hermes.tools.session import SessionContext, ToolSession
 from hermes.tools.toolsets import Surface
-from hermes.tools.validation import parse_arguments, validate_arguments
 
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
     from hermes.store.sessions import SessionStore
-
-#: an intercepted tool: (parsed arguments, agent) -> JSON string
-InterceptHandler = Callable[[dict[str, Any], "Agent"], str]
 
 BUDGET_NOTE = (
     "[hermes] The tool-call budget for this turn ({n} iterations) is used up. Do not call any more tools. "
@@ -80,9 +77,8 @@ class Agent:
     config: AgentConfig = field(default_factory=AgentConfig)
     store: SessionStore | None = None
     session_id: str | None = None
-    #: per-session state of intercepted tools, keyed by tool name
+    #: per-session state of tools, keyed by a name each tool family chooses (shared with :attr:`session`)
     state: dict[str, Any] = field(default_factory=dict)
-    intercepts: dict[str, InterceptHandler] = field(default_factory=dict)
     tool_choice: str | dict[str, Any] | None = None
     settings: Settings | None = None
     #: 0 for a session a person started; children of delegate_task are one deeper
@@ -90,8 +86,24 @@ class Agent:
 
     def __post_init__(self) -> None:
         self._cancel = threading.Event()
-        self._definitions = self.registry.definitions(self.tools)
-        self._available = {d["function"]["name"] for d in self._definitions}
+        self.session = ToolSession(self.registry, self.tools, self._context(), state=self.state)
+        self._definitions = self.session.definitions()
+
+    def _context(self) -> SessionContext:
+        """What this agent's tools see of it, and the capabilities it lends them."""
+        fields: dict[str, Any] = {
+            "surface": self.surface, "task_id": self.task_id, "sink": self.sink, "store": self.store,
+            "session_id": self.session_id, "delegate": self._delegate, "cron_runner": _cron_runner,
+            "cancelled": self._cancel.is_set,
+        }
+        if self.settings is None:
+            return SessionContext(**fields)
+        return SessionContext.from_settings(self.settings, **fields)
+
+    def _delegate(self, args: dict[str, Any]) -> str:
+        from hermes.agent.delegation import run_delegation
+
+        return run_delegation(args, self)
 
     # -- public -------------------------------------------------------------------------------------
     @property
@@ -183,10 +195,7 @@ class Agent:
         current: list[ToolCall] = []
         for call in calls:
             entry = self.registry.get(call.name)
-            alone = call.name in self.intercepts or (
-                entry is not None and (entry.interactive or entry.options.get("parallel_safe") is False)
-            )
-            if alone:
+            if entry is not None and entry.runs_alone:
                 if current:
                     groups.append(current)
                     current = []
@@ -217,30 +226,10 @@ class Agent:
     def _run_one(self, call: ToolCall) -> str:
         self.sink.emit(ToolStarted(call.id, call.name, call.arguments))
         started = time.perf_counter()
-        result = self._execute(call)
-        is_error = result.startswith('{"error"')
-        self.sink.emit(ToolFinished(call.id, call.name, result, is_error, time.perf_counter() - started))
-        return result
-
-    def _execute(self, call: ToolCall) -> str:
-        if call.name not in self._available:
-            known = ", ".join(sorted(self._available)) or "none"
-            why = "is not enabled in this session" if call.name in self.registry else "does not exist"
-            return error_json(f"tool '{call.name}' {why}. Available tools: {known}")
-        handler = self.intercepts.get(call.name)
-        if handler is None:
-            return self.registry.dispatch(call.name, call.arguments, task_id=self.task_id, agent=self)
-        entry = self.registry.get(call.name)
-        try:
-            args = parse_arguments(call.arguments)
-            if entry is not None:
-                validate_arguments(args, entry.schema["parameters"])
-            text = handler(args, self)
-        except HermesError as exc:
-            text = error_json(str(exc))
-        except Exception as exc:
-            text = error_json(f"{call.name} failed: {type(exc).__name__}: {exc}")
-        return self.registry.finish(entry, text)
+        result: ToolResult = self.session.dispatch(call.name, call.arguments)
+        self.sink.emit(ToolFinished(call.id, call.name, result.text, result.is_error,
+                                    time.perf_counter() - started))
+        return result.text
 
     # -- history --------------------------------------------------------------------------------------
     def append(self, message: dict[str, Any]) -> None:
@@ -252,3 +241,10 @@ class Agent:
     def _finish(self, final: str, iterations: int, reason: str, calls: int) -> TurnResult:
         self.sink.emit(TurnFinished(final, iterations, reason))  # type: ignore[arg-type]
         return TurnResult(final, iterations, reason, calls)
+
+
+def _cron_runner(settings: Settings) -> Any:
+    """The job runner the cron tool's ``action='run'`` uses inside an agent session."""
+    from hermes.agent.cron import AgentRunner
+
+    return AgentRunner(settings)

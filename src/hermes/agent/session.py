@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hermes.agent.events import EventSink
-from hermes.agent.intercepted import default_intercepts
 from hermes.agent.loop import Agent, AgentConfig
 from hermes.agent.prompt import build_system_prompt
 from hermes.agent.provider import ChatProvider, OpenAICompatProvider
@@ -35,11 +34,9 @@ class SessionRequest:
 
 
 def load_tools(settings: Settings, reg: ToolRegistry = registry) -> ToolRegistry:
-    """Discover built-in tools and plugins into ``reg`` and point its result spill at HERMES_HOME."""
+    """Discover built-in tools and plugins into ``reg`` (the catalog sessions are built from)."""
     discover_builtin_tools(reg)
     discover_plugins(reg, settings.paths.plugins)
-    reg.spill_dir = settings.paths.spill
-    reg.result_budget = settings.agent().result_budget
     return reg
 
 
@@ -58,7 +55,9 @@ def make_provider(settings: Settings, model: ModelSettings) -> ChatProvider:
         from hermes.agent.local_provider import LocalProvider
 
         return LocalProvider(model)
-    return OpenAICompatProvider(model, stream=bool(settings.get("model.stream", True)))
+    from hermes.routing.inference import with_portal_key
+
+    return OpenAICompatProvider(with_portal_key(model, settings), stream=bool(settings.get("model.stream", True)))
 
 
 def _config(settings: Settings) -> AgentConfig:
@@ -124,8 +123,7 @@ def new_agent(
         )
     agent = Agent(
         provider=provider, registry=reg, sink=sink, surface=surface, tools=tools, messages=[],
-        config=_config(settings), store=store, session_id=session_id, intercepts=default_intercepts(),
-        settings=settings,
+        config=_config(settings), store=store, session_id=session_id, settings=settings,
     )
     agent.append({"role": "system", "content": system})
     return agent
@@ -159,5 +157,5 @@ def open_agent(
     return Agent(
         provider=provider, registry=reg, sink=sink, surface=request.surface, tools=tuple(info.tools),
         messages=store.messages(info.id), config=_config(settings), store=store, session_id=info.id,
-        intercepts=default_intercepts(), settings=settings,
+        settings=settings,
     )

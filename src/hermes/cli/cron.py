@@ -122,11 +122,11 @@ def _describe(outcome: TickOutcome) -> str:
 
 
 def _scheduler(settings: Settings, store: CronStore, **kw: Any) -> Scheduler:
+    from hermes.agent.cron import AgentRunner
     from hermes.tools.cron.jobs import default_grace
     from hermes.tools.cron.scheduler import Scheduler
-    from hermes.tools.cron.tool import make_runner
 
-    return Scheduler(store, make_runner(settings), grace_seconds=default_grace(settings), **kw)
+    return Scheduler(store, AgentRunner(settings), grace_seconds=default_grace(settings), **kw)
 
 
 def _tick(settings: Settings, store: CronStore) -> int:

@@ -61,9 +61,10 @@ def collect(settings: Settings, *, full: bool) -> dict[str, Any]:
 
 def model_status(settings: Settings) -> dict[str, Any]:
     from hermes.errors import ConfigError
+    from hermes.routing.inference import session_model
 
     try:
-        model = settings.model()
+        model = session_model(settings)
     except ConfigError as exc:
         return {"configured": False, "provider": None, "base_url": None, "model": None,
                 "api_key_source": None, "error": str(exc)}

@@ -83,7 +83,6 @@ def load_registry(settings: Settings) -> ToolRegistry:
     from hermes.tools.registry import discover_builtin_tools, registry
 
     export_dotenv(settings)
-    registry.env_lookup = settings.env.get
     discover_builtin_tools()
     discover_plugins(registry, settings.paths.plugins)
     declare_from_loaded_plugins()

@@ -76,6 +76,9 @@ class ModelSettings:
     threads: int = 0
     #: a fresh key on demand (the Nous Portal login, refreshed before it expires); None: ``api_key`` is fixed
     key_provider: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+    #: no key is configured and the endpoint takes the Nous Portal login as its key: the session wiring
+    #: attaches it (:func:`hermes.routing.inference.with_portal_key`)
+    portal_key: bool = False
 
     def current_key(self) -> str | None:
         """The key to send now: from :attr:`key_provider` when there is one, else :attr:`api_key`."""
@@ -156,11 +159,6 @@ class Settings:
         literal_key = _str(cfg.get("model.api_key"))
         api_key = literal_key or env.get(key_env)
         key_source = "model.api_key" if literal_key else (f"{key_env} ({env.source(key_env)})" if api_key else "none")
-        key_provider: Callable[[], str | None] | None = None
-        if api_key is None and is_nous:
-            api_key, key_provider = self._portal_key()
-            if api_key is not None:
-                key_source = f"the Nous Portal login ({self.paths.auth}; renew with 'hermes portal login')"
 
         if not base_url:
             raise ModelNotConfigured(
@@ -182,30 +180,8 @@ class Settings:
             timeout=_float(cfg.get("model.timeout"), 120.0, "model.timeout"),
             max_retries=_int(cfg.get("model.max_retries"), 3, "model.max_retries"),
             temperature=_opt_float(cfg.get("model.temperature"), "model.temperature"),
-            key_provider=key_provider,
+            portal_key=api_key is None and is_nous,
         )
-
-    def _portal_key(self) -> tuple[str | None, Callable[[], str | None] | None]:
-        """The stored portal access token (no network) and a provider that refreshes it when it is due.
-
-        Nous inference takes the portal login's access token (scope ``inference:invoke``) as its key when
-        ``NOUS_API_KEY`` is not set; the provider is called before each model request, so a session
-        outliving the one-hour token keeps working.
-        """
-        from hermes.routing.credentials import load_credentials
-
-        auth_path = self.paths.auth
-        env = self.env.as_dict()
-        token = load_credentials(auth_path, env).access_token
-        if token is None:
-            return None, None
-
-        def fresh() -> str | None:
-            from hermes.routing.portal_auth import fresh_credentials
-
-            return fresh_credentials(auth_path, env).access_token
-
-        return token, fresh
 
     def _local_model(self) -> ModelSettings:
         """``model.provider: local``: ``model.path`` (``--model FILE.gguf``), else the bundled GGUF."""

@@ -1,4 +1,4 @@
-"""The tool registry: the public contract every tool is written against (SPEC REG-1…REG-7).
+"""The tool catalog: the public contract every tool is written against (docs/requirements.md#reg-1).
 
 A tool module registers itself at import time::
 
@@ -10,41 +10,39 @@ A tool module registers itself at import time::
         check_fn=check_weather_requirements, requires_env=["WEATHER_API_KEY"],
     )
 
-``dispatch(name, args, **kw)`` always returns a JSON string; any failure (unknown tool, bad
-arguments, unavailable tool, an exception in the handler) comes back as ``{"error": ...}``. Async
-handlers (``is_async=True``) are bridged by the registry. Discovery of built-in tool modules and of
-plugins lives in :mod:`hermes.tools.discovery`.
+The catalog is process-wide and holds only what tools *are* (:class:`ToolEntry`). What a running
+conversation holds — its tools, budgets, person, state — is a :class:`hermes.tools.session.ToolSession`
+built from the catalog; dispatch goes through it. ``dispatch(name, args, **kw)`` here is the seed's
+thin form: a call on a catalog-wide session with default settings, always returning a JSON string
+(any failure as ``{"error": ...}``). A tool registered with ``needs_session=True`` receives
+``session=`` (the calling :class:`~hermes.tools.session.ToolSession`) and is refused outside a session.
+Discovery of built-in tool modules and of plugins lives in :mod:`hermes.tools.discovery`.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from hermes.errors import HermesError, ToolError
-from hermes.redact import redact, secret_values
-from hermes.tools.asyncbridge import run_sync
-from hermes.tools.results import error_json, fit_result, to_json_text
-from hermes.tools.validation import parse_arguments, validate_arguments
+if TYPE_CHECKING:
+    from hermes.tools.session import ToolSession
 
 logger = logging.getLogger(__name__)
 
 Handler = Callable[..., Any]
 CheckFn = Callable[[], bool]
-
-#: Tools that need the agent loop's per-session state (SPEC REG-7). The loop answers them itself.
-INTERCEPTED_TOOLS = frozenset({"todo_list", "memory", "session_search", "delegate_task"})
+EnvLookup = Callable[[str], "str | None"]
 
 _CHECK_TTL = 5.0
 
 
 @dataclass
 class ToolEntry:
-    """Everything the registry knows about one tool."""
+    """Everything the catalog knows about one tool."""
 
     name: str
     toolset: str
@@ -57,6 +55,8 @@ class ToolEntry:
     interactive: bool = False
     #: this tool's own result budget in characters (None: the session's budget)
     max_result_chars: int | None = None
+    #: the handler needs the calling session (``session=`` in its keywords); refused outside one
+    needs_session: bool = False
     #: "builtin", "plugin:<name>" or "entrypoint:<name>"
     source: str = "builtin"
     #: further options given to register(); kept so later features need no new signature
@@ -70,15 +70,10 @@ class ToolEntry:
         """The OpenAI ``tools`` entry for this tool."""
         return {"type": "function", "function": self.schema}
 
-
-class ConnectorHook(Protocol):
-    """How tools registered with ``connector=APP`` look and run (:mod:`hermes.tools.connectors` installs one):
-    ``schema`` is what the model sees (``connector_alias``), ``bind`` checks a call and returns the entry
-    and arguments to run it with."""
-
-    def schema(self, entry: ToolEntry) -> dict[str, Any]: ...
-
-    def bind(self, entry: ToolEntry, args: dict[str, Any]) -> tuple[ToolEntry, dict[str, Any]]: ...
+    @property
+    def runs_alone(self) -> bool:
+        """Never run in parallel with other calls of the same reply."""
+        return self.interactive or self.needs_session or self.options.get("parallel_safe") is False
 
 
 def _normalise_schema(name: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +94,7 @@ def _normalise_schema(name: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class ToolRegistry:
-    """Holds every registered tool and dispatches calls to them."""
+    """The catalog of registered tools (what they are, never what a session holds)."""
 
     def __init__(self) -> None:
         self._tools: dict[str, ToolEntry] = {}
@@ -108,11 +103,9 @@ class ToolRegistry:
         self.load_errors: dict[str, str] = {}
         #: where the current registration comes from; set by discovery while importing a plugin
         self.current_source = "builtin"
-        self.result_budget = 50_000
-        self.spill_dir: Path | None = None
-        self.env_lookup: Callable[[str], str | None] | None = None
-        #: adapts the tools of connectors (``register(..., connector="gmail")``); None: shown as registered
-        self.connector_hook: ConnectorHook | None = None
+        #: bumped on every change, so sessions built over the whole catalog see new tools
+        self.version = 0
+        self._standalone: ToolSession | None = None
 
     # -- registration ----------------------------------------------------------------------------
     def register(
@@ -127,6 +120,7 @@ class ToolRegistry:
         is_async: bool = False,
         interactive: bool = False,
         max_result_chars: int | None = None,
+        needs_session: bool = False,
         **options: Any,
     ) -> ToolEntry:
         """Register a tool. See the module docstring; unknown keyword options are kept on the entry."""
@@ -147,6 +141,7 @@ class ToolRegistry:
             is_async=is_async,
             interactive=interactive,
             max_result_chars=max_result_chars,
+            needs_session=needs_session,
             source=self.current_source,
             options=dict(options),
         )
@@ -154,6 +149,7 @@ class ToolRegistry:
             logger.warning("tool %r registered again by %s; the new definition wins", name, entry.source)
         self._tools[name] = entry
         self._check_cache.pop(name, None)
+        self.version += 1
         return entry
 
     def tool(self, **register_options: Any) -> Callable[[Handler], Handler]:
@@ -169,6 +165,7 @@ class ToolRegistry:
     def unregister(self, name: str) -> None:
         self._tools.pop(name, None)
         self._check_cache.pop(name, None)
+        self.version += 1
 
     # -- lookup ---------------------------------------------------------------------------------
     def get(self, name: str) -> ToolEntry | None:
@@ -190,9 +187,18 @@ class ToolRegistry:
             out.setdefault(entry.toolset, []).append(entry.name)
         return out
 
+    def suggest(self, name: str) -> list[str]:
+        """Registered names close to ``name`` (for "unknown tool" errors)."""
+        import difflib
+
+        return difflib.get_close_matches(name, self._tools, n=5, cutoff=0.5)
+
     # -- availability ---------------------------------------------------------------------------
-    def availability(self, name: str) -> tuple[bool, str | None]:
-        """``(available, reason)``; checks are cached for a few seconds and must never block."""
+    def availability(self, name: str, *, env: EnvLookup | None = None) -> tuple[bool, str | None]:
+        """``(available, reason)``; checks are cached for a few seconds and must never block.
+
+        ``env`` looks up the variables a tool requires when saying which are missing (default: the
+        process environment)."""
         entry = self._tools.get(name)
         if entry is None:
             return False, "not registered"
@@ -207,7 +213,8 @@ class ToolRegistry:
             except Exception as exc:  # a broken check must not break the registry
                 ok, reason = False, f"availability check failed: {exc}"
             if not ok and reason is None:
-                missing = [v for v in entry.requires_env if not self._env(v)]
+                lookup = env or os.environ.get
+                missing = [v for v in entry.requires_env if not lookup(v)]
                 reason = f"missing {', '.join(missing)}" if missing else "requirements not met"
         self._check_cache[name] = (now, ok, reason)
         return ok, reason
@@ -218,72 +225,26 @@ class ToolRegistry:
     def invalidate_checks(self) -> None:
         self._check_cache.clear()
 
-    def _env(self, key: str) -> str | None:
-        if self.env_lookup is not None:
-            return self.env_lookup(key)
-        import os
+    # -- the seed's module-level forms ------------------------------------------------------------
+    def standalone(self) -> ToolSession:
+        """The catalog-wide session behind :meth:`definitions` and :meth:`dispatch` (default settings,
+        no person, no session state: tools that need a session are refused)."""
+        if self._standalone is None:
+            from hermes.tools.session import ToolSession
 
-        return os.environ.get(key)
+            self._standalone = ToolSession(self)
+        return self._standalone
 
     def definitions(self, names: Iterable[str]) -> list[dict[str, Any]]:
         """OpenAI tool definitions for the given names, leaving out unknown and unavailable tools."""
-        out = []
-        for name in names:
-            entry = self._tools.get(name)
-            if entry is not None and self.is_available(name):
-                hook = self.connector_hook if entry.options.get("connector") else None
-                out.append({"type": "function", "function": hook.schema(entry)} if hook else entry.definition())
-        return out
+        return self.standalone().definitions(names)
 
-    # -- dispatch -------------------------------------------------------------------------------
     def dispatch(self, name: str, args: Any, **kw: Any) -> str:
         """Run one tool call and return its JSON result; every failure becomes ``{"error": ...}``."""
-        entry = self._tools.get(name)
-        if entry is None:
-            return error_json(f"unknown tool '{name}'", available_tools=self._suggest(name))
-        if name in INTERCEPTED_TOOLS:
-            return error_json(
-                f"'{name}' needs the agent loop's session state and must be handled by the agent loop; "
-                "it reached the registry without being intercepted"
-            )
-        try:
-            parsed = parse_arguments(args)
-            if self.connector_hook is not None and entry.options.get("connector"):
-                entry, parsed = self.connector_hook.bind(entry, parsed)
-            validate_arguments(parsed, entry.schema["parameters"])
-            ok, reason = self.availability(name)
-            if not ok:
-                return error_json(f"tool '{name}' is not available: {reason}")
-            result = self._call(entry, parsed, kw)
-            text = to_json_text(result)
-        except HermesError as exc:
-            text = error_json(str(exc))
-        except Exception as exc:
-            logger.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
-            text = error_json(f"{name} failed: {type(exc).__name__}: {exc}")
-        return self.finish(entry, text)
-
-    def _call(self, entry: ToolEntry, args: dict[str, Any], kw: dict[str, Any]) -> Any:
-        result = entry.handler(args, **kw)
-        if entry.is_async or isinstance(result, Coroutine):
-            if not isinstance(result, Coroutine):
-                raise ToolError(f"async handler of '{entry.name}' did not return a coroutine")
-            result = run_sync(result)
-        return result
-
-    def finish(self, entry: ToolEntry | None, text: str) -> str:
-        """Mask secrets and apply the result budget (used by dispatch and by intercepted tools)."""
-        text = redact(text, secret_values())
-        budget = (entry.max_result_chars if entry and entry.max_result_chars else None) or self.result_budget
-        return fit_result(text, budget, tool=entry.name if entry else "tool", spill_dir=self.spill_dir)
-
-    def _suggest(self, name: str) -> list[str]:
-        import difflib
-
-        return difflib.get_close_matches(name, self._tools, n=5, cutoff=0.5)
+        return self.standalone().dispatch(name, args, **kw).text
 
 
-#: The process-wide registry every tool module registers with.
+#: The process-wide catalog every tool module registers with.
 registry = ToolRegistry()
 
 

@@ -19,3 +19,23 @@ class Request:
 
     kind: str
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+#: the answers to an approval request; no answer (None) is a denial
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+
+
+def normalise_answer(answer: Any) -> str | None:
+    """An answer from the surface as one of :data:`APPROVAL_CHOICES` (None: nobody answered)."""
+    if answer is None:
+        return None
+    if answer is True:
+        return "once"
+    if answer is False:
+        return "deny"
+    if isinstance(answer, dict):
+        answer = answer.get("choice", answer.get("answer"))
+    text = str(answer).strip().lower()
+    aliases = {"yes": "once", "y": "once", "approve": "once", "allow": "once", "no": "deny", "n": "deny"}
+    text = aliases.get(text, text)
+    return text if text in APPROVAL_CHOICES else "deny"

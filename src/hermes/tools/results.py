@@ -9,16 +9,45 @@ head and tail of it with a marker naming how much was left out and where the who
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 TRUNCATION_MARKER = "[hermes: tool result truncated"
 
 
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """One call's outcome: the JSON text the model sees, whether it is an error, and notes for surfaces."""
+
+    text: str
+    is_error: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class ErrorText(str):
+    """A JSON ``{"error": ...}`` text, marked so dispatch knows it is an error without parsing it."""
+
+    __slots__ = ()
+
+
 def error_json(message: str, **extra: Any) -> str:
     payload: dict[str, Any] = {"error": message}
     payload.update(extra)
-    return json.dumps(payload, ensure_ascii=False)
+    return ErrorText(json.dumps(payload, ensure_ascii=False))
+
+
+def error_from(exc: Exception) -> str:
+    """The error result for a refusal raised by a tool (a :class:`~hermes.errors.HermesError`); an
+    ``extra`` mapping on the exception adds fields beside ``error``."""
+    extra = getattr(exc, "extra", None)
+    return error_json(str(exc), **(extra if isinstance(extra, dict) else {}))
+
+
+def is_error_text(text: str) -> bool:
+    """Whether a handler's JSON text is an error result: built by :func:`error_json`, or an object whose
+    first key is ``error`` (handlers that wrote ``json.dumps({"error": ...})`` themselves)."""
+    return isinstance(text, ErrorText) or text.startswith('{"error"')
 
 
 def to_json_text(value: Any) -> str:
@@ -43,9 +72,9 @@ def fit_result(text: str, budget: int, *, tool: str, spill_dir: Path | None = No
         digest = hashlib.sha256(text.encode("utf-8", errors="replace")).hexdigest()[:16]
         path = spill_dir / f"{tool}-{digest}.txt"
         try:
-            atomic_write(path, text, mode=0o600)
+            atomic_write(path, text.encode("utf-8", errors="replace"), mode=0o600)
             where = f"; the full result is saved at {path} (read it in pages with read_file)"
-        except OSError:
+        except (OSError, UnicodeError):
             where = ""
     keep = max(budget - 400, 200)
     head = keep * 3 // 4

@@ -25,7 +25,7 @@ from hermes.tools.clarify.core import (
     ClarifySession,
     Question,
 )
-from hermes.tools.context import ToolSession, session_of
+from hermes.tools.context import SessionView, session_of
 from hermes.tools.registry import registry
 from hermes.tools.toolsets import Surface
 
@@ -94,7 +94,7 @@ def parse_tool_questions(args: Mapping[str, Any]) -> list[Question]:
     return questions
 
 
-def timeout_of(session: ToolSession | None) -> float:
+def timeout_of(session: SessionView | None) -> float:
     """``clarify.timeout_seconds`` from the session's settings; the default when unset or invalid."""
     settings = session.settings if session is not None else None
     if settings is None:
@@ -113,7 +113,7 @@ def timeout_of(session: ToolSession | None) -> float:
     return seconds
 
 
-def _has_person(session: ToolSession) -> bool:
+def _has_person(session: SessionView) -> bool:
     try:
         return Surface(session.surface).has_person
     except ValueError:

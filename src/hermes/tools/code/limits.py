@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.errors import ConfigError
-from hermes.tools.registry import INTERCEPTED_TOOLS, ToolRegistry
+from hermes.tools.registry import ToolRegistry
 
 TOOL_NAME = "execute_code"
 
@@ -32,9 +32,9 @@ TOOL_NAME = "execute_code"
 DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
     "read_file", "write_file", "patch", "search_files", "terminal", "web_search", "web_extract",
 )
-#: never callable from a script: tools answered by the agent loop (they need its session state),
-#: execute_code itself (no recursion) and tools that talk to the person
-NEVER_ALLOWED: frozenset[str] = INTERCEPTED_TOOLS | {TOOL_NAME, "clarify"}
+#: never callable from a script: execute_code itself (no recursion) and tools that talk to the person;
+#: tools that need the session's state (``needs_session``) and ``interactive`` ones are left out too
+NEVER_ALLOWED: frozenset[str] = frozenset({TOOL_NAME, "clarify"})
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -113,7 +113,7 @@ def allowed_tools(reg: ToolRegistry, configured: Iterable[str], session_tools: I
 
     ``configured`` (the allow-list) ∩ ``session_tools`` (the tools enabled in the calling session; None
     when there is no session) ∩ registered and available tools, minus :data:`NEVER_ALLOWED` and tools
-    registered as ``interactive``.
+    registered as ``interactive`` or ``needs_session``.
     """
     enabled = None if session_tools is None else set(session_tools)
     out: list[str] = []
@@ -123,7 +123,7 @@ def allowed_tools(reg: ToolRegistry, configured: Iterable[str], session_tools: I
         if enabled is not None and name not in enabled:
             continue
         entry = reg.get(name)
-        if entry is None or entry.interactive or not reg.is_available(name):
+        if entry is None or entry.interactive or entry.needs_session or not reg.is_available(name):
             continue
         out.append(name)
     return tuple(out)

@@ -2,7 +2,7 @@
 
 The handler works out which tools the script may call (:func:`~hermes.tools.code.limits.allowed_tools`),
 then :func:`~hermes.tools.code.runner.run_script` runs it. Each tool call of the script comes back to
-this process and goes through ``registry.dispatch`` — with the same validation, availability checks,
+this process and goes through a child of the calling session's dispatch — with the same validation, availability checks,
 approvals and redaction as a direct call — under a task id derived from the caller's,
 ``"<task_id>:execute_code"``. That distinct id is what keeps the script's file writes from creating
 ``write_file`` baselines for the calling task (SPEC T-FILE).
@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.errors import ToolError
@@ -25,8 +24,9 @@ from hermes.tools.code.limits import (
     allowed_tools,
     load_limits,
 )
-from hermes.tools.context import ToolSession, session_of
+from hermes.tools.context import SessionView, session_of
 from hermes.tools.registry import ToolEntry, ToolRegistry, registry
+from hermes.tools.session import SessionContext, ToolSession
 
 #: key of this tool family's entry in ``session.state``
 STATE_KEY = "execute_code"
@@ -69,52 +69,36 @@ EXECUTE_CODE_SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass
-class ScriptSession:
-    """The session the script's tool calls see: the caller's surface, sink and settings, its own task id.
-
-    Its ``state`` is kept apart from the caller's (it lives in the caller's ``state["execute_code"]``),
-    so per-task state of other tools, such as file baselines, never mixes with the caller's.
-    """
-
-    task_id: str
-    surface: Any
-    sink: Any
-    settings: Any
-    tools: tuple[str, ...]
-    state: dict[str, Any] = field(default_factory=dict)
-    #: the calling session
-    parent: Any = None
+def _script_state(parent: SessionView) -> dict[str, Any]:
+    """The state the script's tool calls share across runs, kept apart from the caller's (it lives in the
+    caller's ``state["execute_code"]``), so per-task state of other tools, such as file baselines, never
+    mixes with the caller's."""
+    mine = parent.state.setdefault(STATE_KEY, {})
+    if not isinstance(mine, dict):
+        return {}
+    found = mine.setdefault("script_state", {})
+    return found if isinstance(found, dict) else {}
 
 
-def _script_session(parent: ToolSession, task_id: str, tools: tuple[str, ...]) -> ScriptSession:
-    state: dict[str, Any] = {}
-    parent_state = getattr(parent, "state", None)
-    if isinstance(parent_state, dict):
-        mine = parent_state.setdefault(STATE_KEY, {})
-        if isinstance(mine, dict):
-            found = mine.setdefault("script_state", state)
-            state = found if isinstance(found, dict) else state
-    return ScriptSession(
-        task_id=task_id, surface=parent.surface, sink=parent.sink, settings=parent.settings, tools=tools,
-        state=state, parent=parent,
-    )
-
-
-def _session_tools(session: ToolSession | None) -> tuple[str, ...] | None:
-    if session is None:
-        return None
+def _session_tools(session: SessionView | None) -> tuple[str, ...] | None:
     tools = getattr(session, "tools", None)
-    if tools is None:
+    if session is None or tools is None:
         return None
     if isinstance(tools, str) or not hasattr(tools, "__iter__"):
         raise ToolError("the calling session's enabled tools could not be read")
     return tuple(str(t) for t in tools)
 
 
-def _registry_of(session: ToolSession | None) -> ToolRegistry:
-    reg = getattr(session, "registry", None)
-    return reg if isinstance(reg, ToolRegistry) else registry
+def _script_session(caller: SessionView | None, reg: ToolRegistry, task_id: str,
+                    names: tuple[str, ...]) -> ToolSession:
+    """The session the script's tool calls run in: the caller's context with its own task id and state."""
+    if isinstance(caller, ToolSession):
+        return caller.child(task_id=task_id, tools=names, state=_script_state(caller))
+    if caller is None:
+        return ToolSession(reg, names, SessionContext(task_id=task_id), standalone=True)
+    context = SessionContext(surface=caller.surface, sink=caller.sink, settings=caller.settings, task_id=task_id,
+                             cancelled=lambda: bool(getattr(caller, "interrupted", False)))
+    return ToolSession(reg, names, context, state=_script_state(caller), parent=caller)
 
 
 def execute_code(args: dict[str, Any], **kw: Any) -> str:
@@ -128,18 +112,18 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
     timeout = limits.default_timeout if raw_timeout is None else int(raw_timeout)
     timeout = max(1, min(timeout, MAX_TIMEOUT))
 
-    reg = _registry_of(session)
+    reg = getattr(session, "registry", None)
+    if not isinstance(reg, ToolRegistry):
+        reg = registry
     names = allowed_tools(reg, limits.allowed_tools, _session_tools(session))
     entries: list[ToolEntry] = [e for e in (reg.get(n) for n in names) if e is not None]
 
     parent_task = kw.get("task_id") or (session.task_id if session is not None else None) or "default"
     task_id = f"{parent_task}{TASK_SUFFIX}"
-    script_session = _script_session(session, task_id, names) if session is not None else None
+    script = _script_session(session, reg, task_id, names)
 
     def dispatcher(name: str, call_args: dict[str, Any]) -> str:
-        if script_session is None:
-            return reg.dispatch(name, call_args, task_id=task_id)
-        return reg.dispatch(name, call_args, task_id=task_id, agent=script_session)
+        return script.dispatch(name, call_args).text
 
     from hermes.tools.code.runner import run_script  # subprocess, sockets, tempfile: loaded on first use
 

@@ -1,5 +1,6 @@
 """Connector accounts for the agent (SPEC GW-12, GW-13): the ``connector_accounts`` tool (list and name,
-never delete) and the registry hook that gives every connector tool its ``connector_alias``.
+never delete). Every connector tool gets its ``connector_alias`` from the session's wrapper
+(:class:`hermes.tools.wrappers.ConnectorAccounts`), checked against :mod:`hermes.connectors.directory`.
 
 A tool belongs to a connector when it is registered with ``connector="<app id>"``::
 

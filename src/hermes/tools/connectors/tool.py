@@ -8,20 +8,19 @@ There is deliberately no way to delete an account here: only the person can, wit
 ``hermes connectors remove APP NAME``.
 
 The tool is offered only when the login carries the ``managed_tools`` entitlement (checked offline).
-Importing this module also installs the registry hook of :mod:`.hook` on the process-wide registry.
+Connector tools themselves get ``connector_alias`` from the session's wrapper
+(:class:`hermes.tools.wrappers.ConnectorAccounts`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.connectors.naming import NAME_PATTERN, NAME_RULE
-from hermes.tools.connectors.hook import ConnectorDirectory, install
 from hermes.tools.registry import registry
 
-#: The accounts the process-wide registry's connector tools are checked against.
-DIRECTORY = ConnectorDirectory()
-install(registry, DIRECTORY)
+if TYPE_CHECKING:
+    from hermes.connectors.directory import ConnectorDirectory
 
 CONNECTOR_ACCOUNTS_SCHEMA: dict[str, Any] = {
     "name": "connector_accounts",
@@ -49,6 +48,16 @@ CONNECTOR_ACCOUNTS_SCHEMA: dict[str, Any] = {
         "additionalProperties": False,
     },
 }
+
+
+def _directory(kw: dict[str, Any]) -> ConnectorDirectory:
+    """The account cache the calling session checks ``connector_alias`` against."""
+    from hermes.connectors.directory import shared_directory
+    from hermes.tools.session import ToolSession
+
+    session = kw.get("session")
+    own = session.context.connector_accounts if isinstance(session, ToolSession) else None
+    return own or shared_directory()
 
 
 def connector_accounts_available() -> bool:
@@ -93,7 +102,7 @@ def connector_accounts(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             raise ToolError(f"the {target.app_title} account {target.label} is retired and cannot be renamed")
         previous = target.name
         named = client.rename(target, str(args["name"]), capabilities=listing.capabilities)
-    DIRECTORY.invalidate()
+    _directory(kw).invalidate()
     if previous is None:
         return {"named": named.as_json(), "announcement": announcement(named.app_title, str(named.name))}
     return {"renamed": named.as_json(), "previous_name": previous,

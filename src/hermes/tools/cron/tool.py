@@ -3,7 +3,8 @@
 One tool with an ``action`` argument (SPEC T-CRON). Jobs live in ``state.db``; the scheduler
 (``hermes cron run``, or ``hermes cron tick`` from a system timer) runs them, each run a fresh
 session on the cron surface. Cron sessions never get this tool (a job cannot schedule jobs).
-``action='run'`` runs a job at once, in the calling process, and returns its output.
+``action='run'`` runs a job at once, in the calling process, with the job runner the session's agent
+lends it (``SessionContext.cron_runner``), and returns its output.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from hermes.errors import ToolArgumentError, ToolError
 from hermes.tools.context import session_of
 from hermes.tools.cron import MAX_GRACE_SECONDS, MAX_PROMPT, MAX_SKILLS, MAX_TOOLSETS
 from hermes.tools.registry import registry
+from hermes.tools.session import ToolSession
 from hermes.tools.toolsets import Surface
 
 if TYPE_CHECKING:
@@ -80,31 +82,20 @@ CRONJOB_SCHEMA: dict[str, Any] = {
     },
 }
 
-_runner_factory: RunnerFactory | None = None
-
-
-def use_runner(factory: RunnerFactory | None) -> RunnerFactory | None:
-    """Make ``action='run'`` use runners from ``factory`` (None: the real agent); returns the previous one."""
-    global _runner_factory
-    previous, _runner_factory = _runner_factory, factory
-    return previous
-
-
-def make_runner(settings: Settings) -> JobRunner:
-    """The runner for ``settings``: the one installed with :func:`use_runner`, else an AgentRunner."""
-    if _runner_factory is not None:
-        return _runner_factory(settings)
-    from hermes.tools.cron.runner import AgentRunner
-
-    return AgentRunner(settings)
-
-
 class _Call:
     """One tool call: its arguments, and settings loaded only when an action needs them."""
 
-    def __init__(self, args: dict[str, Any], settings: Settings | None) -> None:
+    def __init__(self, args: dict[str, Any], settings: Settings | None, runner: RunnerFactory | None) -> None:
         self.args = args
         self._settings = settings
+        self._runner = runner
+
+    def runner(self) -> JobRunner:
+        """The session's job runner (the agent layer lends one to its sessions)."""
+        if self._runner is None:
+            raise ToolError("running a job now needs an agent session; outside one, use 'hermes cron run' "
+                            "or 'hermes cron tick'")
+        return self._runner(self.settings)
 
     @property
     def settings(self) -> Settings:
@@ -178,7 +169,7 @@ def _run(store: CronStore, call: _Call) -> dict[str, Any]:
     from hermes.tools.cron.scheduler import Scheduler
 
     job = store.get_job(call.job_ref("run"))
-    scheduler = Scheduler(store, make_runner(call.settings), grace_seconds=jobs.default_grace(call.settings))
+    scheduler = Scheduler(store, call.runner(), grace_seconds=jobs.default_grace(call.settings))
     run = scheduler.run_now(job.id)
     return {"success": run.status == "ok", "job": job.name, "run": jobs.run_view(run, full=True)}
 
@@ -220,8 +211,10 @@ def cronjob_manage(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolArgumentError(f"'{extra[0]}' is not used by action '{action}' (it takes {used})")
     settings = session.settings if session is not None else None
     path = settings.paths.database if settings is not None else HermesPaths.current().database
+    caller = kw.get("session")
+    runner = caller.context.cron_runner if isinstance(caller, ToolSession) else None
     with CronStore(path) as store:
-        return _HANDLERS[action](store, _Call(args, settings))
+        return _HANDLERS[action](store, _Call(args, settings, runner))
 
 
 registry.register(

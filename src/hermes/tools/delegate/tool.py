@@ -1,15 +1,17 @@
 """``delegate_task`` — hand sub-tasks to child agents.
 
-The tool needs the running session (its model, tools and interrupt state), so the agent loop
-intercepts it (SPEC REG-7; the handler is :mod:`hermes.agent.delegation`). The schema lives here;
-a call that reaches ``dispatch()`` directly gets the registry's fallback error.
+The tool needs the running agent (its model, tools and interrupt state). The agent layer lends its
+sessions a ``delegate`` capability (:mod:`hermes.agent.delegation` runs the children); the handler
+here hands the call to it. Registered with ``needs_session=True`` (docs/requirements.md#reg-7).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from hermes.errors import ToolError
 from hermes.tools.registry import registry
+from hermes.tools.session import ToolSession
 
 MAX_BATCH = 8
 
@@ -47,11 +49,19 @@ DELEGATE_SCHEMA: dict[str, Any] = {
     },
 }
 
+def handle_delegate(args: dict[str, Any], *, session: ToolSession, **kw: Any) -> str:
+    """Run the children through the agent the session belongs to."""
+    if session.context.delegate is None:
+        raise ToolError("delegate_task needs an agent session that can start child agents")
+    return session.context.delegate(args)
+
+
 registry.register(
     name="delegate_task",
     toolset="delegation",
     schema=DELEGATE_SCHEMA,
-    handler=lambda args, **kw: "{}",
+    handler=handle_delegate,
     check_fn=None,
     requires_env=[],
+    needs_session=True,
 )

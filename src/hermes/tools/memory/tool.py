@@ -1,6 +1,6 @@
 """``memory`` — durable notes across sessions (SPEC T-MEM).
 
-The agent loop answers this tool itself (SPEC REG-7): :func:`handle_memory` gets the parsed arguments
+The tool needs the session (docs/requirements.md#reg-7): :func:`handle_memory` gets the parsed arguments
 and the running session. The schema is registered here like any other tool's; a call that reaches
 ``dispatch()`` directly gets the registry's fallback error. The files and their rules are described in
 :mod:`hermes.tools.memory.store`.
@@ -16,16 +16,14 @@ from hermes.tools.memory.store import (
     DEFAULT_MEMORY_LIMIT,
     DEFAULT_USER_LIMIT,
     TARGETS,
-    MemoryRefused,
     MemoryStore,
     Target,
     memory_enabled,
 )
 from hermes.tools.registry import registry
-from hermes.tools.results import error_json
 
 if TYPE_CHECKING:
-    from hermes.tools.context import ToolSession
+    from hermes.tools.context import SessionView
 
 ACTIONS = ("add", "replace", "remove", "read")
 
@@ -59,38 +57,34 @@ MEMORY_SCHEMA: dict[str, Any] = {
 
 
 def run_memory(args: dict[str, Any], store: MemoryStore) -> str:
-    """Carry out one memory call on ``store``; always returns a JSON string."""
+    """Carry out one memory call on ``store``; a refused change raises :class:`ToolError` (``MemoryRefused``
+    carries extra fields for the error result)."""
     action = args.get("action")
     target = args.get("target")
-    try:
-        if action not in ACTIONS:
-            raise ToolError(f"'action' must be one of {', '.join(ACTIONS)}")
-        if target is not None and target not in TARGETS:
-            raise ToolError(f"'target' must be one of {', '.join(TARGETS)}")
-        if action == "read":
-            targets = (cast(Target, target),) if target else TARGETS
-            return json.dumps({"memories": [store.read(t) for t in targets]}, ensure_ascii=False)
-        if target is None:
-            raise ToolError("'target' is required: 'user' (facts about the person) or 'memory' (your notes)")
-        tgt = cast(Target, target)
-        if action == "add":
-            change = store.add(tgt, args.get("content"))
-        elif action == "replace":
-            change = store.replace(tgt, args.get("old_text"), args.get("content"))
-        else:
-            change = store.remove(tgt, args.get("old_text"))
-        return json.dumps(change.as_result(store.path(tgt)), ensure_ascii=False)
-    except MemoryRefused as exc:
-        return error_json(str(exc), **exc.extra)
-    except ToolError as exc:
-        return error_json(str(exc))
+    if action not in ACTIONS:
+        raise ToolError(f"'action' must be one of {', '.join(ACTIONS)}")
+    if target is not None and target not in TARGETS:
+        raise ToolError(f"'target' must be one of {', '.join(TARGETS)}")
+    if action == "read":
+        targets = (cast(Target, target),) if target else TARGETS
+        return json.dumps({"memories": [store.read(t) for t in targets]}, ensure_ascii=False)
+    if target is None:
+        raise ToolError("'target' is required: 'user' (facts about the person) or 'memory' (your notes)")
+    tgt = cast(Target, target)
+    if action == "add":
+        change = store.add(tgt, args.get("content"))
+    elif action == "replace":
+        change = store.replace(tgt, args.get("old_text"), args.get("content"))
+    else:
+        change = store.remove(tgt, args.get("old_text"))
+    return json.dumps(change.as_result(store.path(tgt)), ensure_ascii=False)
 
 
-def handle_memory(args: dict[str, Any], session: ToolSession) -> str:
-    """The agent loop's handler for ``memory`` (arguments already validated against the schema)."""
+def handle_memory(args: dict[str, Any], session: SessionView) -> str:
+    """The handler of ``memory`` (arguments already validated against the schema)."""
     settings = session.settings
     if not memory_enabled(settings):
-        return error_json("memory is turned off (memory.enabled: false in config.yaml)")
+        raise ToolError("memory is turned off (memory.enabled: false in config.yaml)")
     return run_memory(args, MemoryStore.from_settings(settings))
 
 
@@ -98,7 +92,8 @@ registry.register(
     name="memory",
     toolset="memory",
     schema=MEMORY_SCHEMA,
-    handler=lambda args, **kw: error_json("memory is answered by the agent loop"),
+    handler=lambda args, *, session, **kw: handle_memory(args, session),
     check_fn=None,
     requires_env=[],
+    needs_session=True,
 )

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.errors import SessionNotFound, ToolError
 from hermes.tools.registry import registry
-from hermes.tools.results import error_json
 from hermes.tools.sessions.dates import FORMS, format_when, parse_when
 from hermes.tools.toolsets import Surface
 
@@ -68,7 +67,7 @@ SESSION_SEARCH_SCHEMA: dict[str, Any] = {
 
 
 class SearchingSession(Protocol):
-    """What the handler needs from the running session (the agent satisfies it)."""
+    """What the handler needs from the running session (:class:`hermes.tools.session.ToolSession`)."""
 
     session_id: str | None
     store: SessionStore | None
@@ -208,23 +207,21 @@ def read_session(args: dict[str, Any], store: SessionStore | None) -> dict[str, 
 
 
 def handle_session_search(args: dict[str, Any], session: SearchingSession) -> str:
-    """The agent loop's handler for ``session_search``."""
-    try:
-        store = _store_for(session)
-        if args.get("action", "search") == "read":
-            return json.dumps(read_session(args, store), ensure_ascii=False)
-        if args.get("action", "search") not in (None, "search"):
-            raise ToolError("'action' must be 'search' or 'read'")
-        return json.dumps(search_sessions(args, store, session.session_id), ensure_ascii=False)
-    except ToolError as exc:
-        return error_json(str(exc))
+    """The handler of ``session_search``."""
+    store = _store_for(session)
+    if args.get("action", "search") == "read":
+        return json.dumps(read_session(args, store), ensure_ascii=False)
+    if args.get("action", "search") not in (None, "search"):
+        raise ToolError("'action' must be 'search' or 'read'")
+    return json.dumps(search_sessions(args, store, session.session_id), ensure_ascii=False)
 
 
 registry.register(
     name="session_search",
     toolset="session_search",
     schema=SESSION_SEARCH_SCHEMA,
-    handler=lambda args, **kw: error_json("session_search is answered by the agent loop"),
+    handler=lambda args, *, session, **kw: handle_session_search(args, session),
     check_fn=None,
     requires_env=[],
+    needs_session=True,
 )

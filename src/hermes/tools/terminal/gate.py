@@ -24,13 +24,12 @@ from typing import Any
 from hermes.config.paths import HermesPaths
 from hermes.config.yamlfile import ConfigFile
 from hermes.errors import ApprovalDenied, ConfigError
-from hermes.tools.context import ToolSession, session_of
-from hermes.tools.requests import Request
+from hermes.tools.context import SessionView, session_of
+from hermes.tools.requests import APPROVAL_CHOICES, Request, normalise_answer
 from hermes.tools.terminal.approval import Verdict, findings
 from hermes.tools.terminal.patterns import FLOOR_IDS, PATTERNS
 from hermes.tools.toolsets import Surface
 
-APPROVAL_CHOICES = ("once", "session", "always", "deny")
 SESSION_STATE_KEY = "terminal.approvals"
 _MODES = {"ask": "ask", "manual": "ask", "smart": "ask", "yolo": "yolo", "off": "yolo", "deny": "deny"}
 _config_lock = threading.Lock()
@@ -63,7 +62,7 @@ class ApprovalRequest(Request):
 
 
 # -- configuration ---------------------------------------------------------------------------------
-def config_for(session: ToolSession | None) -> ConfigFile:
+def config_for(session: SessionView | None) -> ConfigFile:
     """The session's config.yaml, or HERMES_HOME's when there is no session (an unreadable file: empty)."""
     if session is not None and session.settings is not None:
         return session.settings.config
@@ -74,7 +73,7 @@ def config_for(session: ToolSession | None) -> ConfigFile:
         return ConfigFile(path)
 
 
-def config_path(session: ToolSession | None) -> Path:
+def config_path(session: SessionView | None) -> Path:
     if session is not None and session.settings is not None:
         return session.settings.paths.config
     return HermesPaths.current().config
@@ -112,7 +111,7 @@ def is_allowed(verdict: Verdict, allow: list[str], session_ids: set[str]) -> boo
     return any(entry not in PATTERNS and _prefix_allows(entry, verdict.segment) for entry in allow)
 
 
-def _session_ids(session: ToolSession | None) -> set[str]:
+def _session_ids(session: SessionView | None) -> set[str]:
     if session is None:
         return set()
     ids = session.state.get(SESSION_STATE_KEY)
@@ -122,7 +121,7 @@ def _session_ids(session: ToolSession | None) -> set[str]:
     return ids
 
 
-def remember_always(session: ToolSession | None, pattern_ids: list[str]) -> Path:
+def remember_always(session: SessionView | None, pattern_ids: list[str]) -> Path:
     """Append pattern ids to ``approvals.allow`` in config.yaml (round-trip: comments are kept)."""
     path = config_path(session)
     with _config_lock:
@@ -151,7 +150,7 @@ def _floor_message(v: Verdict) -> str:
             "included). If it really has to happen, the person must run it themselves.")
 
 
-def _no_person_message(pending: list[Verdict], why: str, session: ToolSession | None) -> str:
+def _no_person_message(pending: list[Verdict], why: str, session: SessionView | None) -> str:
     first = pending[0]
     ids = sorted({v.pattern_id for v in pending})
     listed = ", ".join(ids)
@@ -159,22 +158,6 @@ def _no_person_message(pending: list[Verdict], why: str, session: ToolSession | 
             f"To allow it, add the pattern id ({listed}) or a command prefix such as "
             f"'{' '.join(first.segment.split()[:3])}' to approvals.allow in {config_path(session)} "
             f"(e.g. hermes config set approvals.allow '[{listed}]'), or set approvals.mode: yolo.")
-
-
-def normalise_answer(answer: Any) -> str | None:
-    """An answer from the surface as one of :data:`APPROVAL_CHOICES` (None: nobody answered)."""
-    if answer is None:
-        return None
-    if answer is True:
-        return "once"
-    if answer is False:
-        return "deny"
-    if isinstance(answer, dict):
-        answer = answer.get("choice", answer.get("answer"))
-    text = str(answer).strip().lower()
-    aliases = {"yes": "once", "y": "once", "approve": "once", "allow": "once", "no": "deny", "n": "deny"}
-    text = aliases.get(text, text)
-    return text if text in APPROVAL_CHOICES else "deny"
 
 
 def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str = "command") -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.redact import redact, secret_values
-from hermes.tools.context import ToolSession, on_session_end, session_of
+from hermes.tools.context import SessionView, on_session_end, session_of
 from hermes.tools.registry import registry
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _task_id(kw: dict[str, Any]) -> str:
     return str(kw.get("task_id") or "default")
 
 
-def _workdir(args: dict[str, Any], session: ToolSession | None) -> str:
+def _workdir(args: dict[str, Any], session: SessionView | None) -> str:
     from hermes.tools.terminal import gate
 
     raw = args.get("workdir")
@@ -109,7 +109,7 @@ def _workdir(args: dict[str, Any], session: ToolSession | None) -> str:
     return path
 
 
-def _env(session: ToolSession | None) -> dict[str, str]:
+def _env(session: SessionView | None) -> dict[str, str]:
     from hermes.tools.terminal import gate
     from hermes.tools.terminal.runner import child_env
 

@@ -1,8 +1,8 @@
 """``todo_list`` — a per-session task list.
 
-The tool needs the session's own state, so the agent loop intercepts it (SPEC REG-7) and answers it
-with the session's :class:`TodoList`; the schema is registered here like any other tool's, and a call
-that reaches ``dispatch()`` directly gets the registry's fallback error.
+The tool keeps its list in the session's state, so it is registered with ``needs_session=True``
+(docs/requirements.md#reg-7): the handler gets the calling session, and a call outside one (the
+catalog's ``registry.dispatch``) gets one clear error.
 """
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.errors import ToolArgumentError
+from hermes.tools.context import SessionView
 from hermes.tools.registry import registry
+
+STATE_KEY = "todo_list"
 
 STATUSES = ("pending", "in_progress", "completed", "cancelled")
 MAX_ITEMS = 100
@@ -117,11 +120,21 @@ class TodoList:
         return "\n".join(f"{marks[i.status]} {i.content}" for i in self.items)
 
 
+def handle_todo(args: dict[str, Any], *, session: SessionView, **kw: Any) -> str:
+    """The session's list (made on first use), changed or read by ``args``."""
+    todo = session.state.get(STATE_KEY)
+    if not isinstance(todo, TodoList):
+        todo = TodoList()
+        session.state[STATE_KEY] = todo
+    return todo.apply(args)
+
+
 registry.register(
     name="todo_list",
     toolset="todo",
     schema=TODO_SCHEMA,
-    handler=lambda args, **kw: TodoList().apply(args),
+    handler=handle_todo,
     check_fn=None,
     requires_env=[],
+    needs_session=True,
 )

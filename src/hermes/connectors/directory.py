@@ -1,4 +1,4 @@
-"""The registry hook for connector tools: ``connector_alias`` in their schema and the check at dispatch.
+"""The user's connector accounts, cached: what ``connector_alias`` is offered and checked against.
 
 :class:`ConnectorDirectory` keeps the user's accounts (all apps) for ``ttl`` seconds. Building tool
 definitions reads it — the first time, that is one request to the connector gateway; a failure is logged
@@ -13,13 +13,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from typing import Any
 
 from hermes.connectors.accounts import Account
-from hermes.connectors.alias import finish_with_account, inject_alias, resolve_alias
-from hermes.errors import HermesError, ToolArgumentError
-from hermes.tools.registry import ToolEntry, ToolRegistry
+from hermes.errors import HermesError
 
 log = logging.getLogger("hermes.connectors")
 
@@ -80,40 +76,12 @@ class ConnectorDirectory:
             return None
 
 
-class ConnectorHook:
-    """:class:`hermes.tools.registry.ConnectorHook` backed by a :class:`ConnectorDirectory`."""
-
-    def __init__(self, directory: ConnectorDirectory) -> None:
-        self.directory = directory
-
-    @staticmethod
-    def app_of(entry: ToolEntry) -> str:
-        return str(entry.options["connector"])
-
-    def schema(self, entry: ToolEntry) -> dict[str, Any]:
-        accounts = self.directory.accounts_for_schema()
-        if accounts is None:
-            return dict(entry.schema)
-        return inject_alias(entry.schema, self.app_of(entry), accounts)
-
-    def bind(self, entry: ToolEntry, args: dict[str, Any]) -> tuple[ToolEntry, dict[str, Any]]:
-        app = self.app_of(entry)
-        try:
-            rest, account = resolve_alias(args, app, self.directory.accounts())
-        except ToolArgumentError:
-            if self.directory.age < self.directory.recheck_after:
-                raise
-            rest, account = resolve_alias(args, app, self.directory.accounts(fresh=True))
-        inner = entry.handler
-
-        def handler(call_args: dict[str, Any], **kw: Any) -> Any:
-            return finish_with_account(inner(call_args, connector_account=account, **kw), account)
-
-        return replace(entry, handler=handler), rest
+_shared: ConnectorDirectory | None = None
 
 
-def install(registry: ToolRegistry, directory: ConnectorDirectory | None = None) -> ConnectorHook:
-    """Give ``registry``'s connector tools their alias handling; returns the hook."""
-    hook = ConnectorHook(directory or ConnectorDirectory())
-    registry.connector_hook = hook
-    return hook
+def shared_directory() -> ConnectorDirectory:
+    """The process-wide cache of the accounts in ``HERMES_HOME`` (sessions without their own)."""
+    global _shared
+    if _shared is None:
+        _shared = ConnectorDirectory()
+    return _shared
