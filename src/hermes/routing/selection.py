@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from hermes.config.reader import truth
 from hermes.errors import ConfigError, SelectionError
 from hermes.routing.categories import (
     ALIASES,
@@ -65,7 +66,6 @@ LABEL_VENDORS: Mapping[str, str] = {
     "tool": "nous",
 }
 
-_TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
 _HINT = "Run 'hermes tools' to change it."
 
 
@@ -219,7 +219,7 @@ def _legacy_on(section: Mapping[str, Any]) -> bool:
         return flag
     if isinstance(flag, int):
         return flag == 1
-    return isinstance(flag, str) and flag.strip().lower() in _TRUE_WORDS
+    return isinstance(flag, str) and truth(flag) is True
 
 
 def _explicit_choice(

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes.errors import ToolError
-from hermes.tools.image.media import sniff_audio
-from hermes.tools.image.runtime import MediaContext, http_client, vendor_failure
+from hermes.tools.routed.context import RoutedContext, http_client, vendor_failure
+from hermes.tools.routed.media import sniff_audio
 from hermes.vendors.base import Auth, VendorError
 from hermes.vendors.openai_audio import OpenAIAudioClient
 
@@ -39,7 +39,7 @@ class SpeechText:
     route: str
 
 
-async def transcribe(path: str | Path, ctx: MediaContext, *, language: str | None = None) -> SpeechText:
+async def transcribe(path: str | Path, ctx: RoutedContext, *, language: str | None = None) -> SpeechText:
     """The words spoken in the audio file at ``path`` (ToolError, SelectionError or GatewayError on failure)."""
     route = ctx.route("stt")
     if route.kind == "local":
@@ -75,5 +75,5 @@ def transcribe_file(path: str | Path, settings: Settings | None = None, *, langu
         from hermes.config.settings import Settings as SettingsClass
 
         settings = SettingsClass.load()
-    ctx = MediaContext(settings)
+    ctx = RoutedContext(settings)
     return run_sync(transcribe(path, ctx, language=language))

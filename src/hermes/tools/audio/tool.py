@@ -58,9 +58,9 @@ def text_to_speech_available() -> bool:
 async def text_to_speech(args: dict[str, Any], **kw: Any) -> str:
     """Handler: see :func:`hermes.tools.audio.tts.speak`."""
     from hermes.tools.audio.tts import speak
-    from hermes.tools.image.runtime import MediaContext
+    from hermes.tools.routed.context import RoutedContext
 
-    return json.dumps(await speak(args, MediaContext.from_kw(kw)), ensure_ascii=False)
+    return json.dumps(await speak(args, RoutedContext.from_kw(kw)), ensure_ascii=False)
 
 
 registry.register(

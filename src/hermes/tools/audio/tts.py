@@ -22,8 +22,8 @@ from typing import Any
 from hermes.errors import ToolError
 from hermes.media.speech import convert, espeak
 from hermes.tools.audio.piper import piper_speak, resolve_voice
-from hermes.tools.image.media import MP3, OGG, WAV, MediaType, save_media, sniff_audio
-from hermes.tools.image.runtime import Access, MediaContext, http_client, text_arg, vendor_failure
+from hermes.tools.routed.context import Access, RoutedContext, http_client, text_arg, vendor_failure
+from hermes.tools.routed.media import MP3, OGG, WAV, MediaType, save_media, sniff_audio
 from hermes.vendors.base import Auth, VendorError
 from hermes.vendors.elevenlabs import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, ElevenLabsClient, elevenlabs_auth
 from hermes.vendors.openai_audio import OpenAIAudioClient
@@ -46,7 +46,7 @@ def wanted_format(requested: str, messaging: bool) -> str | None:
     return "ogg" if messaging else None
 
 
-def _voice(args: dict[str, Any], ctx: MediaContext, key: str, default: str) -> str:
+def _voice(args: dict[str, Any], ctx: RoutedContext, key: str, default: str) -> str:
     voice = args.get("voice") or ctx.get_str(key, default) or default
     if not isinstance(voice, str) or not _VOICE.match(voice):
         raise ToolError("'voice' must be a voice name such as 'alloy', 'en-us' or an ElevenLabs voice id")
@@ -63,7 +63,7 @@ def wav_seconds(data: bytes) -> float | None:
         return None
 
 
-async def _openai(ctx: MediaContext, access: Access, text: str, voice: str, target: str | None) -> tuple[bytes, str]:
+async def _openai(ctx: RoutedContext, access: Access, text: str, voice: str, target: str | None) -> tuple[bytes, str]:
     fmt = target or "mp3"
     model = MANAGED_MODEL if access.gateway else (ctx.get_str("tts.openai.model", MANAGED_MODEL) or MANAGED_MODEL)
     speed = ctx.get_number("tts.openai.speed", 1.0, low=0.25, high=4.0)
@@ -77,7 +77,7 @@ async def _openai(ctx: MediaContext, access: Access, text: str, voice: str, targ
     return audio, fmt
 
 
-async def _elevenlabs(ctx: MediaContext, access: Access, text: str, voice: str) -> tuple[bytes, str]:
+async def _elevenlabs(ctx: RoutedContext, access: Access, text: str, voice: str) -> tuple[bytes, str]:
     model_id = ctx.get_str("tts.elevenlabs.model_id", DEFAULT_MODEL_ID) or DEFAULT_MODEL_ID
     async with http_client() as http:
         client = ElevenLabsClient(http, access.origin, elevenlabs_auth(access.secret), allow_url=access.allow_url)
@@ -88,7 +88,7 @@ async def _elevenlabs(ctx: MediaContext, access: Access, text: str, voice: str) 
     return audio, "mp3"
 
 
-async def _piper(args: dict[str, Any], ctx: MediaContext, text: str) -> tuple[bytes, str]:
+async def _piper(args: dict[str, Any], ctx: RoutedContext, text: str) -> tuple[bytes, str]:
     """Piper (``tts.piper.*``): the voice file, an optional speaker id and length scale; returns (WAV, voice)."""
     name = args.get("voice")
     if name is not None and (not isinstance(name, str) or not _VOICE.match(name)):
@@ -109,7 +109,7 @@ async def _piper(args: dict[str, Any], ctx: MediaContext, text: str) -> tuple[by
     return audio, model.stem
 
 
-async def speak(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
+async def speak(args: dict[str, Any], ctx: RoutedContext) -> dict[str, Any]:
     """Run one ``text_to_speech`` call; returns the result object."""
     text = text_arg(args, "text", "the non-empty text to speak") or ""
     if len(text) > MAX_TEXT:
@@ -144,7 +144,7 @@ async def speak(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
                          messaging=messaging)
 
 
-async def _finish(ctx: MediaContext, audio: bytes, native: str, target: str | None, *, provider: str, via: str,
+async def _finish(ctx: RoutedContext, audio: bytes, native: str, target: str | None, *, provider: str, via: str,
                   route: str, voice: str, messaging: bool) -> dict[str, Any]:
     sniffed = sniff_audio(audio)
     kind: MediaType = sniffed or _TYPES.get(native, MP3)

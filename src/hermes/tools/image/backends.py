@@ -1,7 +1,7 @@
 """The three image protocols behind ``image_generate``: FAL queue, Krea 2 and OpenAI Images.
 
 Each ``run_*`` function turns one :class:`ImageJob` into vendor arguments, calls the vendor client built
-from an :class:`~hermes.tools.image.runtime.Access` (the same client for the gateway relay and for the
+from an :class:`~hermes.tools.routed.context.Access` (the same client for the gateway relay and for the
 vendor's own API) and returns the produced images as :class:`ProducedImage` (a URL to download or inline
 base64). No routing decisions are made here; :mod:`hermes.tools.image.generate` makes them.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from hermes.tools.image.runtime import Access
+from hermes.tools.routed.context import Access
 from hermes.vendors.base import Auth, RetryPolicy, VendorError
 from hermes.vendors.fal_queue import QUEUE_RETRY, FalQueueClient
 from hermes.vendors.krea import KREA_RETRY, KreaClient

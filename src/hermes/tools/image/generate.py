@@ -31,12 +31,11 @@ from hermes.routing import Route
 from hermes.routing.categories import DEFAULT_IMAGE_MODEL_FREE, DEFAULT_IMAGE_MODEL_PAID, KREA_NATIVE_MODELS
 from hermes.tools.image import backends
 from hermes.tools.image.backends import KREA_CREATIVITY, ImageJob, ProducedImage
-from hermes.tools.image.media import save_media, sniff_image
-from hermes.tools.image.runtime import Access, MediaContext, http_client, text_arg, vendor_failure
-from hermes.tools.image.source import is_web_url, load_media
-from hermes.vendors.base import Auth, VendorError, download, origin_of
+from hermes.tools.routed.context import Access, RoutedContext, http_client, text_arg, vendor_failure
+from hermes.tools.routed.media import save_media, sniff_image
+from hermes.tools.routed.source import is_web_url, load_media
+from hermes.vendors.base import VendorError, download, origin_of
 from hermes.vendors.fal_queue import valid_model_path
-from hermes.vendors.gateway_uploads import GatewayUploadsClient
 
 DEFAULT_OPENAI_MODEL = "gpt-image-1"
 #: FAL's default model, also the model of the Krea → FAL fallback
@@ -55,7 +54,7 @@ def backend_of(route: Route) -> str:
     return route.vendor or ""
 
 
-def choose_model(route: Route, ctx: MediaContext) -> str:
+def choose_model(route: Route, ctx: RoutedContext) -> str:
     """The model id to use on ``route`` (see the module docstring); SelectionError when it cannot run there."""
     configured = ctx.get_str("image_gen.model")
     if route.kind == "gateway":
@@ -90,7 +89,7 @@ def _parse_args(args: dict[str, Any]) -> tuple[str, str, int | None, str | None]
     return prompt, str(aspect), seed, source
 
 
-async def _prepare_job(ctx: MediaContext, http: httpx.AsyncClient, access: Access, backend: str, prompt: str,
+async def _prepare_job(ctx: RoutedContext, http: httpx.AsyncClient, access: Access, backend: str, prompt: str,
                        aspect: str, seed: int | None, source: str | None) -> ImageJob:
     creativity = ctx.get_str("image_gen.krea.creativity", "medium") or "medium"
     if creativity not in KREA_CREATIVITY:
@@ -105,13 +104,9 @@ async def _prepare_job(ctx: MediaContext, http: httpx.AsyncClient, access: Acces
         return _with_source(job, url=source)
     loaded = await load_media(source, ctx, kind="image", max_bytes=SOURCE_MAX_BYTES, field="image_url")
     if access.gateway:
-        from hermes.routing import shared_origin
-
-        uploads = GatewayUploadsClient(http, shared_origin(ctx.env), Auth.bearer(access.secret),
-                                       allow_url=access.allow_url)
         try:
-            reference = await uploads.upload(access.route.vendor or "nous", loaded.data, filename=loaded.filename,
-                                             content_type=loaded.type.mime)
+            reference = await ctx.upload(http, access, loaded.data, filename=loaded.filename,
+                                         content_type=loaded.type.mime)
         except VendorError as exc:
             raise vendor_failure(exc, access, "uploading the source image") from None
         return _with_source(job, url=reference, data=loaded.data, name=loaded.filename, mime=loaded.type.mime)
@@ -132,12 +127,12 @@ async def _run(backend: str, http: httpx.AsyncClient, access: Access, model: str
     return await backends.run_openai(http, access, model, job)
 
 
-def _fallback_allowed(ctx: MediaContext, access: Access, backend: str, job: ImageJob, exc: VendorError) -> bool:
+def _fallback_allowed(ctx: RoutedContext, access: Access, backend: str, job: ImageJob, exc: VendorError) -> bool:
     return (access.gateway and backend == "krea" and exc.before_start and job.source_url is None
             and job.source_bytes is None and ctx.get_bool("image_gen.krea.fallback_to_fal", True))
 
 
-async def generate_image(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
+async def generate_image(args: dict[str, Any], ctx: RoutedContext) -> dict[str, Any]:
     """Run one ``image_generate`` call; returns the result object (see the module docstring)."""
     prompt, aspect, seed, source = _parse_args(args)
     route = ctx.route("image_gen")
@@ -176,7 +171,7 @@ async def generate_image(args: dict[str, Any], ctx: MediaContext) -> dict[str, A
     return result
 
 
-async def _save(images: list[ProducedImage], http: httpx.AsyncClient, ctx: MediaContext,
+async def _save(images: list[ProducedImage], http: httpx.AsyncClient, ctx: RoutedContext,
                 vendor: str) -> list[dict[str, Any]]:
     saved: list[dict[str, Any]] = []
     for image in images:

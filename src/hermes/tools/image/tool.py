@@ -56,9 +56,9 @@ def image_generate_available() -> bool:
 async def image_generate(args: dict[str, Any], **kw: Any) -> str:
     """Handler: see :func:`hermes.tools.image.generate.generate_image`."""
     from hermes.tools.image.generate import generate_image
-    from hermes.tools.image.runtime import MediaContext
+    from hermes.tools.routed.context import RoutedContext
 
-    return json.dumps(await generate_image(args, MediaContext.from_kw(kw)), ensure_ascii=False)
+    return json.dumps(await generate_image(args, RoutedContext.from_kw(kw)), ensure_ascii=False)
 
 
 registry.register(

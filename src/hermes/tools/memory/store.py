@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hermes.config.atomic import atomic_write
 from hermes.config.paths import HermesPaths
+from hermes.config.reader import truth
 from hermes.errors import ConfigError, ToolError
 from hermes.tools.memory.guard import check_entry
 
@@ -119,7 +120,7 @@ def memory_enabled(settings: Settings | None) -> bool:
     """``memory.enabled`` (default true)."""
     value = settings.get("memory.enabled", True) if settings is not None else True
     if isinstance(value, str):
-        return value.strip().lower() not in ("false", "no", "off", "0")
+        return truth(value) is not False
     return value is None or bool(value)
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import ToolError
-from hermes.tools.image.media import VISION_IMAGE_TYPES
-from hermes.tools.image.runtime import MediaContext, text_arg
-from hermes.tools.image.source import LoadedMedia, load_media
+from hermes.tools.routed.context import RoutedContext, text_arg
+from hermes.tools.routed.media import VISION_IMAGE_TYPES
+from hermes.tools.routed.source import LoadedMedia, load_media
 from hermes.tools.vision.frames import Frame, require_ffmpeg, sample_frames
 from hermes.tools.vision.model import ask, pick_model
 
@@ -42,7 +42,7 @@ def _image_part(uri: str) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": uri}}
 
 
-async def analyze_image(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
+async def analyze_image(args: dict[str, Any], ctx: RoutedContext) -> dict[str, Any]:
     """Run one ``vision_analyze`` call."""
     question = _question(args)
     ref = _reference(args, "image_url")
@@ -57,7 +57,7 @@ async def analyze_image(args: dict[str, Any], ctx: MediaContext) -> dict[str, An
             "image": {"source": image.source, "format": image.type.name, "bytes": len(image.data)}}
 
 
-async def analyze_video(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
+async def analyze_video(args: dict[str, Any], ctx: RoutedContext) -> dict[str, Any]:
     """Run one ``video_analyze`` call."""
     question = _question(args)
     ref = _reference(args, "video_url")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.errors import ConfigError, ToolError
-from hermes.tools.image.runtime import MediaContext, http_client
+from hermes.tools.routed.context import RoutedContext, http_client
 from hermes.vendors.base import Auth, RetryPolicy, VendorError, same_origin, send
 
 VISION_RETRY = RetryPolicy(attempts=3, base_delay=1.0, max_delay=8.0, statuses=frozenset({429, 500, 502, 503, 504}))
@@ -36,14 +36,14 @@ class VisionModel:
     timeout: float = 120.0
 
 
-def _session_model(ctx: MediaContext) -> Any:
+def _session_model(ctx: RoutedContext) -> Any:
     try:
         return ctx.settings.model()
     except ConfigError:
         return None
 
 
-def pick_model(ctx: MediaContext, tool: str = "vision_analyze") -> VisionModel:
+def pick_model(ctx: RoutedContext, tool: str = "vision_analyze") -> VisionModel:
     """The model to ask (see the module docstring); ToolError when nothing configured can see."""
     timeout = ctx.get_number("vision.timeout", 120.0, low=5.0, high=900.0)
     if ctx.get_bool("model.vision", False):

@@ -60,18 +60,18 @@ def always_listed() -> bool:
 
 async def vision_analyze(args: dict[str, Any], **kw: Any) -> str:
     """Handler: see :func:`hermes.tools.vision.analyze.analyze_image`."""
-    from hermes.tools.image.runtime import MediaContext
+    from hermes.tools.routed.context import RoutedContext
     from hermes.tools.vision.analyze import analyze_image
 
-    return json.dumps(await analyze_image(args, MediaContext.from_kw(kw)), ensure_ascii=False)
+    return json.dumps(await analyze_image(args, RoutedContext.from_kw(kw)), ensure_ascii=False)
 
 
 async def video_analyze(args: dict[str, Any], **kw: Any) -> str:
     """Handler: see :func:`hermes.tools.vision.analyze.analyze_video`."""
-    from hermes.tools.image.runtime import MediaContext
+    from hermes.tools.routed.context import RoutedContext
     from hermes.tools.vision.analyze import analyze_video
 
-    return json.dumps(await analyze_video(args, MediaContext.from_kw(kw)), ensure_ascii=False)
+    return json.dumps(await analyze_video(args, RoutedContext.from_kw(kw)), ensure_ascii=False)
 
 
 registry.register(

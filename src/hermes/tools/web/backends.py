@@ -22,10 +22,11 @@ from typing import Any
 from hermes.errors import FetchError, HermesError, ToolError
 from hermes.net.safefetch import FetchPolicy
 from hermes.routing import Route
+from hermes.tools.routed.context import Access, vendor_failure
 from hermes.tools.web.content import clean_snippet, html_to_main_markdown, looks_like_html
 from hermes.tools.web.local import check_target, fetch_and_convert
 from hermes.tools.web.results import Failure, Hit, Outcome, Page
-from hermes.tools.web.runtime import Access, WebContext, WebLimits, vendor_failure
+from hermes.tools.web.runtime import WebContext, WebLimits, vendor_auth
 from hermes.vendors.base import VendorError
 
 
@@ -60,7 +61,7 @@ async def search(ctx: WebContext, http: Any, route: Route, query: str, limit: in
 async def _search_remote(http: Any, access: Access, vendor: str, query: str, limit: int) -> list[Hit]:
     from hermes.vendors import brave, exa, firecrawl, searxng, tavily
 
-    origin, auth, allow = access.origin, access.auth, access.allow_url
+    origin, auth, allow = access.origin, vendor_auth(access), access.allow_url
     if vendor == "firecrawl":
         found = await firecrawl.FirecrawlClient(http, origin, auth, allow_url=allow).search(query, limit)
         return [_hit(h.url, h.title, h.description) for h in found]
@@ -154,7 +155,7 @@ async def _from_backend(url: str, final_url: str, title: str, text: str, convert
 async def _firecrawl_page(http: Any, access: Access, url: str) -> Page:
     from hermes.vendors.firecrawl import FirecrawlClient
 
-    page = await FirecrawlClient(http, access.origin, access.auth, allow_url=access.allow_url).scrape(url)
+    page = await FirecrawlClient(http, access.origin, vendor_auth(access), allow_url=access.allow_url).scrape(url)
     if page.status_code is not None and page.status_code >= 400:
         raise ToolError(f"the page answered HTTP {page.status_code}")
     text = page.markdown if page.markdown.strip() else page.html
@@ -166,7 +167,8 @@ async def _firecrawl_page(http: Any, access: Access, url: str) -> Page:
 async def _tavily_pages(http: Any, access: Access, urls: Sequence[str]) -> list[Outcome]:
     from hermes.vendors.tavily import TavilyClient
 
-    answer = await TavilyClient(http, access.origin, access.auth, allow_url=access.allow_url).extract(list(urls))
+    client = TavilyClient(http, access.origin, vendor_auth(access), allow_url=access.allow_url)
+    answer = await client.extract(list(urls))
     pages = {p.url: p for p in answer.pages}
     failed = {f.url: f.error for f in answer.failed}
     out: list[Outcome] = []
@@ -182,7 +184,8 @@ async def _tavily_pages(http: Any, access: Access, urls: Sequence[str]) -> list[
 async def _exa_pages(http: Any, access: Access, urls: Sequence[str]) -> list[Outcome]:
     from hermes.vendors.exa import ExaClient
 
-    answer = await ExaClient(http, access.origin, access.auth, allow_url=access.allow_url).contents(list(urls))
+    client = ExaClient(http, access.origin, vendor_auth(access), allow_url=access.allow_url)
+    answer = await client.contents(list(urls))
     results = {r.url: r for r in answer.results}
     statuses = {s.url: s for s in answer.statuses}
     out: list[Outcome] = []

@@ -53,7 +53,7 @@ async def web_extract(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolArgumentError("'urls' must hold 1 to 5 non-empty http(s) URLs")
     urls = list(dict.fromkeys(urls))
     ctx = WebContext.from_kw(kw)
-    route = ctx.route("extract")
+    route = ctx.route("web.extract")
     limits = ctx.limits()
     local = route.kind == "local"
     async with http_client(trust_env=not local, timeout=limits.fetch_timeout if local else 60.0) as http:

@@ -56,7 +56,7 @@ async def web_search(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolArgumentError("'query' must contain words to search for")
     limit = int(args.get("limit", DEFAULT_LIMIT))
     ctx = WebContext.from_kw(kw)
-    route = ctx.route("search")
+    route = ctx.route("web.search")
     async with http_client() as http:
         hits = await search(ctx, http, route, query, limit)
     return search_result(query, describe(route), hits)

@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from hermes.errors import ConfigError, SelectionError, ToolError
-from hermes.tools.image.runtime import MediaContext, http_client, text_arg
+from hermes.tools.routed.context import RoutedContext, http_client, text_arg
 from hermes.vendors.base import Auth, VendorError
 from hermes.vendors.xai import DEFAULT_ORIGIN, XAIClient
 
@@ -61,7 +61,7 @@ def check_dates(start: date | None, end: date | None, today: date) -> None:
         raise ToolError(f"'from_date' {start.isoformat()} is in the future (today is {today.isoformat()} UTC)")
 
 
-def _origin(ctx: MediaContext) -> str:
+def _origin(ctx: RoutedContext) -> str:
     from hermes.routing.endpoints import parse_origin
 
     custom = ctx.get_str("x_search.base_url") or ctx.env.get("XAI_BASE_URL", "").strip() or None
@@ -72,7 +72,7 @@ def _origin(ctx: MediaContext) -> str:
     return custom.rstrip("/")
 
 
-async def x_search(args: dict[str, Any], ctx: MediaContext) -> dict[str, Any]:
+async def x_search(args: dict[str, Any], ctx: RoutedContext) -> dict[str, Any]:
     """Run one ``x_search`` call; returns the result object."""
     query = text_arg(args, "query", "what to look for on X") or ""
     allowed, excluded = _handles(args, "allowed_x_handles"), _handles(args, "excluded_x_handles")

@@ -49,10 +49,10 @@ def x_search_available() -> bool:
 
 async def x_search(args: dict[str, Any], **kw: Any) -> str:
     """Handler: see :func:`hermes.tools.x.search.x_search`."""
-    from hermes.tools.image.runtime import MediaContext
+    from hermes.tools.routed.context import RoutedContext
     from hermes.tools.x.search import x_search as run
 
-    return json.dumps(await run(args, MediaContext.from_kw(kw)), ensure_ascii=False)
+    return json.dumps(await run(args, RoutedContext.from_kw(kw)), ensure_ascii=False)
 
 
 registry.register(

@@ -1,19 +1,25 @@
-"""What the media tool families need at execution time: settings, routes, credentials, error wording.
+"""The context of one gateway-routed tool call: settings, its route, where it calls and with which secret.
 
-Shared by ``image_generate``, ``text_to_speech`` (and speech to text), ``vision_analyze``/``video_analyze``
-and ``x_search``. A tool builds a :class:`MediaContext` from its handler's ``**kw`` (the session's settings
-when there is a session, else the files under ``HERMES_HOME``), asks :meth:`MediaContext.route` for the
-route of its category — the routing function decides, at every call (GW-3: the saved selection wins) —
-and :meth:`MediaContext.access` for where to call and with which secret:
+Shared by every family whose calls the routing function places (``web_search``/``web_extract``,
+``image_generate``, ``text_to_speech`` and speech to text, ``vision_analyze``/``video_analyze``,
+``x_search``). A tool builds a :class:`RoutedContext` from its handler's ``**kw`` (the session's settings
+and surface when there is a session, else the files under ``HERMES_HOME``), asks
+:meth:`RoutedContext.route` for the route of its category or web function — the routing function
+decides at every call, nothing is cached across calls (GW-3: the saved selection wins, a new key in
+``.env`` never changes a saved route) — and :meth:`RoutedContext.access` for where to call and with which
+secret:
 
-* a **gateway** route: the entitlement is checked (GW-10), the origin comes from the route (a pinned
-  ``{LABEL}_GATEWAY_URL`` or the derived host) and the secret is the portal token, which may only go to
-  URLs that :func:`~hermes.routing.token_allowed_for` accepts;
+* a **gateway** route: the entitlement is checked (GW-10, through :func:`~hermes.routing.gateway_token`),
+  the origin comes from the route (a pinned ``{LABEL}_GATEWAY_URL`` or the derived host) and the secret
+  is the portal token, which may only go to URLs that :func:`~hermes.routing.token_allowed_for` accepts;
 * a **byok** route: the vendor's API (or ``<category>.<vendor>.base_url`` from config.yaml, for proxies
-  and compatible servers) and the user's key, which may only go back to that same origin.
+  and compatible servers) and the user's key, which may only go back to that same origin. A route whose
+  "credential" is a URL variable (``SEARXNG_URL``, a key-less self-hosted ``FIRECRAWL_API_URL``) sends
+  no secret.
 
-Selection problems come out as routing's :class:`~hermes.errors.SelectionError` with its GW-3 wording,
-untouched; vendor failures as a :class:`~hermes.errors.ToolError` naming the route and what to check.
+Selection problems come out as routing's :class:`~hermes.errors.SelectionError` and entitlement's
+:class:`~hermes.errors.GatewayError` with their own wording, untouched; vendor failures as a
+:class:`~hermes.errors.ToolError` naming the route and what to check (:func:`vendor_failure`).
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
+from hermes.config.reader import ConfigReader
 from hermes.errors import ConfigError, SelectionError, ToolError
 from hermes.tools.context import session_of
 
@@ -39,7 +46,11 @@ UrlGuard = Callable[[str], bool]
 
 @dataclass(frozen=True)
 class Access:
-    """Where a route's vendor client calls and with which secret (kept out of ``repr``)."""
+    """Where a route's vendor client calls and with which secret (kept out of ``repr``).
+
+    ``secret`` is the portal token (gateway), the user's key (byok), or ``""`` for a backend that takes
+    no credential (its route's variable is a URL).
+    """
 
     route: Route
     origin: str
@@ -55,11 +66,13 @@ class Access:
         """Human words for the route, for results and errors."""
         if self.gateway:
             return f"the Nous Tool Gateway ({self.route.gateway_label} relay)"
-        return f"{self.route.vendor} ({self.route.credential_env})"
+        if self.route.credential_env:
+            return f"{self.route.vendor} ({self.route.credential_env})"
+        return str(self.route.vendor)
 
 
-class MediaContext:
-    """The settings, environment and portal credentials one tool call works with."""
+class RoutedContext:
+    """The settings, environment and portal credentials one routed tool call works with."""
 
     def __init__(self, settings: Settings, surface: Surface | None = None) -> None:
         self.settings = settings
@@ -68,7 +81,7 @@ class MediaContext:
         self._credentials: Credentials | None = None
 
     @classmethod
-    def from_kw(cls, kw: Mapping[str, Any]) -> MediaContext:
+    def from_kw(cls, kw: Mapping[str, Any]) -> Self:
         """The calling session's settings and surface, or the files under HERMES_HOME without a session."""
         session = session_of(dict(kw))
         if session is not None and session.settings is not None:
@@ -84,6 +97,11 @@ class MediaContext:
         return data if isinstance(data, Mapping) else {}
 
     @property
+    def read(self) -> ConfigReader:
+        """Typed reads of config.yaml keys (errors name the key)."""
+        return ConfigReader(self.config)
+
+    @property
     def env(self) -> dict[str, str]:
         """Process environment over ``.env`` (what routing reads)."""
         if self._env is None:
@@ -96,40 +114,19 @@ class MediaContext:
 
     def get(self, key: str, default: Any = None) -> Any:
         """A dotted config key (``image_gen.model``); ``default`` when absent or when a parent is not a mapping."""
-        node: Any = self.config
-        for part in key.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                return default
-            node = node[part]
-        return default if node is None else node
+        return self.read.value(key, default)
 
     def get_str(self, key: str, default: str | None = None) -> str | None:
         """A config string (stripped); a ConfigError naming the key when it has another type."""
-        value = self.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ConfigError(f"{key} in config.yaml must be a string, not {type(value).__name__}")
-        text = str(value).strip()
-        return text or default
+        return self.read.text(key, default)
 
     def get_bool(self, key: str, default: bool) -> bool:
-        value = self.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "yes", "on", "1", "false", "no", "off", "0"):
-            return value.strip().lower() in ("true", "yes", "on", "1")
-        raise ConfigError(f"{key} in config.yaml must be true or false")
+        """true/false or a yes/no word (:data:`hermes.config.reader.TRUE_WORDS`)."""
+        return self.read.flag(key, default)
 
     def get_number(self, key: str, default: float, *, low: float, high: float) -> float:
-        value = self.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= float(value) <= high:
-            raise ConfigError(f"{key} in config.yaml must be a number from {low:g} to {high:g}")
-        return float(value)
+        """An int or float from ``low`` to ``high``."""
+        return self.read.number(key, default, minimum=low, maximum=high)
 
     def credentials(self) -> Credentials:
         """The portal credentials (auth.json and TOOL_GATEWAY_USER_TOKEN), read once per call; a portal login
@@ -142,7 +139,8 @@ class MediaContext:
 
     # -- routes ------------------------------------------------------------------------------------------
     def route(self, name: str) -> Route:
-        """The route of ``name`` (``image_gen``, ``tts``, ``stt``); SelectionError (GW-3) when it cannot run."""
+        """The route of ``name`` (``web.search``, ``image_gen``, ``tts`` …); SelectionError (GW-3) when it
+        cannot run."""
         from hermes.routing import resolve_route
 
         return resolve_route(name, self.config, self.env, self.credentials()).require()
@@ -167,15 +165,18 @@ class MediaContext:
         if route.kind == "gateway":
             origin, token = gateway_token(route, self.credentials(), env)
             return Access(route, origin, token, lambda url: token_allowed_for(url, env))
-        if route.kind == "byok":
-            name = route.credential_env
-            secret = env.get(name, "").strip() if name else ""
-            if not name or not secret:
-                raise SelectionError(f"{route.name} is configured to use {route.vendor} (set via hermes tools), "
-                                     f"but its key is not set. Run 'hermes tools' to change it.")
+        if route.kind != "byok":
+            raise ToolError(f"{route.name} is routed to {route.vendor}, which has no remote API")
+        name = route.credential_env
+        if name is not None and name.endswith("_URL"):
             origin = self.byok_origin(route)
-            return Access(route, origin, secret, same_origin(origin))
-        raise ValueError(f"route {route.name} of kind {route.kind} has no remote access")
+            return Access(route, origin, "", same_origin(origin))
+        secret = env.get(name, "").strip() if name else ""
+        if not name or not secret:
+            raise SelectionError(f"{route.name} is configured to use {route.vendor} (set via hermes tools), but its "
+                                 "key is not set. Run 'hermes tools' to change it.")
+        origin = self.byok_origin(route)
+        return Access(route, origin, secret, same_origin(origin))
 
     def byok_origin(self, route: Route) -> str:
         """The vendor API origin, or ``<category>.<vendor>.base_url`` from config.yaml when set."""
@@ -185,11 +186,49 @@ class MediaContext:
         custom = self.get_str(key)
         if custom is not None:
             if parse_origin(custom) is None:
-                raise ConfigError(f"{key} must be a plain http(s) URL (no user info, spaces or backslashes)")
+                raise ConfigError(f"{key} in config.yaml must be a plain http(s) URL (no user info, spaces or "
+                                  "backslashes)")
             return custom.rstrip("/")
         if not route.origin:
             raise ConfigError(f"{route.name} has no API address for {route.vendor}; set {key} in config.yaml")
         return route.origin
+
+    # -- uploads -----------------------------------------------------------------------------------------
+    async def upload(self, http: httpx.AsyncClient, access: Access, data: bytes, *, filename: str,
+                     content_type: str) -> str:
+        """Upload a local file for a gateway route to the gateway's upload endpoint (on the shared origin,
+        with the portal token); returns the reference to put in the vendor request. VendorError on failure."""
+        from hermes.routing import shared_origin
+        from hermes.vendors.base import Auth
+        from hermes.vendors.gateway_uploads import GatewayUploadsClient
+
+        uploads = GatewayUploadsClient(http, shared_origin(self.env), Auth.bearer(access.secret),
+                                       allow_url=access.allow_url)
+        return await uploads.upload(access.route.vendor or "nous", data, filename=filename,
+                                    content_type=content_type)
+
+
+def vendor_failure(exc: VendorError, access: Access, what: str) -> ToolError:
+    """A ToolError for a vendor failure: the route used, the vendor's message and what to check."""
+    route = access.route
+    message = f"{what} failed via {access.via}: {exc}"
+    if access.gateway:
+        if exc.status in (401, 403):
+            message += (". The gateway refused your portal token: run 'hermes portal login', or run 'hermes tools' "
+                        f"to switch {route.name} to your own key.")
+        elif exc.status == 402:
+            message += (". Your Nous subscription does not cover this call (it may have expired): renew it in the "
+                        f"portal, or run 'hermes tools' to switch {route.name} to your own key.")
+    elif exc.status in (401, 403) and route.credential_env and not route.credential_env.endswith("_URL"):
+        message += f". Check {route.credential_env} in ~/.hermes/.env (run 'hermes tools' to change the backend)."
+    return ToolError(message)
+
+
+def http_client(timeout: float = 60.0) -> httpx.AsyncClient:
+    """A fresh ``httpx.AsyncClient`` for one tool call (:func:`hermes.vendors.base.new_client`)."""
+    from hermes.vendors.base import new_client
+
+    return new_client(timeout)
 
 
 def text_arg(args: Mapping[str, Any], field: str, what: str, *, required: bool = True) -> str | None:
@@ -204,28 +243,3 @@ def text_arg(args: Mapping[str, Any], field: str, what: str, *, required: bool =
     except UnicodeEncodeError:
         raise ToolError(f"'{field}' holds characters that are not valid Unicode (lone surrogates)") from None
     return value.strip()
-
-
-def vendor_failure(exc: VendorError, access: Access, what: str) -> ToolError:
-    """A ToolError for a vendor failure: the route used, the vendor's message and what to check."""
-    route = access.route
-    message = f"{what} failed via {access.via}: {exc}"
-    if access.gateway:
-        if exc.status in (401, 403):
-            message += (". The gateway refused your portal token: run 'hermes portal login', or run 'hermes tools' "
-                        f"to switch {route.name} to your own key.")
-        elif exc.status == 402:
-            message += (". Your Nous subscription does not cover this call (it may have expired): renew it in the "
-                        f"portal, or run 'hermes tools' to switch {route.name} to your own key.")
-    elif exc.status in (401, 403):
-        message += f". Check {route.credential_env} in ~/.hermes/.env (run 'hermes tools' to change the backend)."
-    return ToolError(message)
-
-
-def http_client(timeout: float = 60.0) -> httpx.AsyncClient:
-    """A fresh ``httpx.AsyncClient`` for one tool call (:func:`hermes.vendors.base.new_client`)."""
-    from hermes.vendors.base import new_client
-
-    return new_client(timeout)
-
-

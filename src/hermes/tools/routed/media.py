@@ -1,7 +1,7 @@
 """Media files: recognising them by their first bytes, and saving results under ``HERMES_HOME/media/``.
 
-Shared by the media tool families (image, audio, vision). Types are decided from magic bytes, never from
-a file name or a server's ``Content-Type``: Pillow is not a dependency, and a header can lie.
+Shared by the media tool families (image, audio, vision, and video to come). Types are decided from magic
+bytes, never from a file name or a server's ``Content-Type``: Pillow is not a dependency, and a header can lie.
 """
 
 from __future__ import annotations

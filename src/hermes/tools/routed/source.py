@@ -1,7 +1,7 @@
 """Loading an image or video the model points at: a local path, a ``file://`` or ``data:`` URI, or a web URL.
 
 Shared by ``image_generate`` (source images), ``vision_analyze`` and ``video_analyze``. Every load is
-size-capped and type-checked by magic bytes (:mod:`hermes.tools.image.media`):
+size-capped and type-checked by magic bytes (:mod:`hermes.tools.routed.media`):
 
 * **local paths** go through the file tools' rules (:mod:`hermes.tools.file.paths`): ``~`` expanded,
   symlinks resolved, and secret files (SSH keys, hermes's ``.env`` and ``auth.json`` …) refused;
@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
+from hermes.config.reader import truth
 from hermes.errors import HermesError, ToolError
-from hermes.tools.image.media import MediaType, sniff_image, sniff_video
-from hermes.tools.image.runtime import MediaContext, http_client
+from hermes.tools.routed.context import RoutedContext, http_client
+from hermes.tools.routed.media import MediaType, sniff_image, sniff_video
 
 MediaKind = Literal["image", "video"]
 
@@ -73,7 +74,7 @@ def _too_large(field: str, source: str, max_bytes: int) -> ToolError:
     return ToolError(f"'{field}': {source} is larger than the limit of {max_bytes // (1024 * 1024)} MB")
 
 
-async def load_media(ref: str, ctx: MediaContext, *, kind: MediaKind, max_bytes: int, field: str) -> LoadedMedia:
+async def load_media(ref: str, ctx: RoutedContext, *, kind: MediaKind, max_bytes: int, field: str) -> LoadedMedia:
     """Load ``ref`` (path, ``file://``, ``data:`` or http(s) URL) as ``kind``; ToolError on any problem."""
     ref = ref.strip()
     if not ref:
@@ -135,12 +136,12 @@ def _from_path(ref: str, *, kind: MediaKind, max_bytes: int, field: str) -> Load
     return LoadedMedia(data, found, display(path), path)
 
 
-def _allow_private(ctx: MediaContext) -> bool:
+def _allow_private(ctx: RoutedContext) -> bool:
     flag = os.environ.get("HERMES_ALLOW_PRIVATE_URLS", ctx.env.get("HERMES_ALLOW_PRIVATE_URLS", ""))
-    return ctx.get_bool("security.allow_private_urls", False) or flag.strip().lower() in ("1", "true", "yes", "on")
+    return ctx.get_bool("security.allow_private_urls", False) or truth(flag) is True
 
 
-async def fetch_url(url: str, ctx: MediaContext, *, kind: MediaKind, max_bytes: int, field: str) -> bytes:
+async def fetch_url(url: str, ctx: RoutedContext, *, kind: MediaKind, max_bytes: int, field: str) -> bytes:
     """The body of an http(s) URL, fetched with the SSRF-safe fetcher (see the module docstring)."""
     from hermes.net.safefetch import FetchPolicy, safe_fetch
 
