@@ -82,7 +82,16 @@ def test_imports_only_run_down() -> None:
 
 
 def tool_families() -> set[str]:
-    return {p.name for p in (SRC / "tools").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    """Packages of ``tools/`` that register tools (discovery's rule: ``registry.register(`` at column 0);
+    a package that registers none (``routed/``) is shared by the families."""
+    return {p.name for p in (SRC / "tools").iterdir() if p.is_dir() and (p / "__init__.py").exists()
+            and any(line.startswith("registry.register(") for f in p.rglob("*.py")
+                    for line in f.read_text(encoding="utf-8").splitlines())}
+
+
+def test_the_routed_families_are_families() -> None:
+    assert {"web", "image", "audio", "vision", "x", "file", "memory", "skills"} <= tool_families()
+    assert "routed" not in tool_families()
 
 
 def test_tool_families_never_import_each_other() -> None:

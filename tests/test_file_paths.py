@@ -13,7 +13,7 @@ import hermes.tools.file.read
 import hermes.tools.file.search
 import hermes.tools.file.write  # noqa: F401  (registers the tools)
 from hermes.tools.file.baseline import reset_trackers
-from hermes.tools.file.paths import allowed_roots, default_roots, system_location
+from hermes.tools.paths import allowed_roots, default_roots, system_location
 from hermes.tools.registry import registry
 
 

@@ -22,7 +22,7 @@ from hermes.agent.session import new_agent
 from hermes.config.settings import Settings
 from hermes.errors import ToolError
 from hermes.store.sessions import SessionStore
-from hermes.tools.memory.guard import check_entry
+from hermes.tools.guard import check_entry
 from hermes.tools.memory.store import MemoryStore, memory_prompt_section, parse_entries, render_entries
 from hermes.tools.memory.tool import run_memory as run_memory_call
 from hermes.tools.registry import registry

@@ -22,7 +22,7 @@ from hermes.tools.file.baseline import Version, path_lock, tracker_for
 from hermes.tools.file.content import load, version_of
 from hermes.tools.file.difftext import unified_diff
 from hermes.tools.file.matching import LABELS, plan_edit
-from hermes.tools.file.paths import check_write, display, resolve_path, stat_or_none
+from hermes.tools.paths import check_write, display, resolve_path, stat_or_none
 from hermes.tools.registry import registry
 
 PATCH_SCHEMA: dict[str, Any] = {

@@ -21,7 +21,7 @@ from hermes.errors import ToolError
 from hermes.redact import MASK, redact, secret_values
 from hermes.tools.file.baseline import MAX_LIMIT, PAGE_LINES, tracker_for
 from hermes.tools.file.content import Snapshot, image_size, load
-from hermes.tools.file.paths import check_read, display, resolve_path
+from hermes.tools.paths import check_read, display, resolve_path
 from hermes.tools.registry import registry
 
 MAX_LINE_CHARS = 2000

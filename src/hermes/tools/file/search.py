@@ -24,14 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import ToolError
-from hermes.tools.file.paths import (
-    VIRTUAL_DIRS,
-    check_read,
-    display,
-    resolve_path,
-    sensitive_for_reading,
-    stat_or_none,
-)
 from hermes.tools.file.walk import (
     MAX_FILE_BYTES,
     SKIP_DIRS,
@@ -41,6 +33,14 @@ from hermes.tools.file.walk import (
     parent_ignores,
     read_text_lines,
     walk_files,
+)
+from hermes.tools.paths import (
+    VIRTUAL_DIRS,
+    check_read,
+    display,
+    resolve_path,
+    sensitive_for_reading,
+    stat_or_none,
 )
 from hermes.tools.registry import registry
 

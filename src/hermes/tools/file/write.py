@@ -21,7 +21,7 @@ from hermes.config.atomic import atomic_write
 from hermes.errors import ToolError
 from hermes.tools.file.baseline import Version, path_lock, tracker_for
 from hermes.tools.file.content import MAX_TEXT_BYTES, classify, hash_file, version_of
-from hermes.tools.file.paths import check_write, display, resolve_path, stat_or_none
+from hermes.tools.paths import check_write, display, resolve_path, stat_or_none
 from hermes.tools.registry import registry
 
 WRITE_FILE_SCHEMA: dict[str, Any] = {

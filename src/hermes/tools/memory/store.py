@@ -33,7 +33,7 @@ from hermes.config.atomic import atomic_write
 from hermes.config.paths import HermesPaths
 from hermes.config.reader import truth
 from hermes.errors import ConfigError, ToolError
-from hermes.tools.memory.guard import check_entry
+from hermes.tools.guard import check_entry
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings

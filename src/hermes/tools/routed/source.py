@@ -3,7 +3,7 @@
 Shared by ``image_generate`` (source images), ``vision_analyze`` and ``video_analyze``. Every load is
 size-capped and type-checked by magic bytes (:mod:`hermes.tools.routed.media`):
 
-* **local paths** go through the file tools' rules (:mod:`hermes.tools.file.paths`): ``~`` expanded,
+* **local paths** go through the file tools' rules (:mod:`hermes.tools.paths`): ``~`` expanded,
   symlinks resolved, and secret files (SSH keys, hermes's ``.env`` and ``auth.json`` …) refused;
 * **web URLs** are fetched with the SSRF-safe fetcher :mod:`hermes.net.safefetch`: private, loopback,
   link-local and metadata addresses are refused (every redirect and the connected IP re-checked) unless
@@ -110,7 +110,7 @@ def _from_data_uri(ref: str, *, kind: MediaKind, max_bytes: int, field: str) -> 
 
 
 def _from_path(ref: str, *, kind: MediaKind, max_bytes: int, field: str) -> LoadedMedia:
-    from hermes.tools.file.paths import display, resolve_path, sensitive_for_reading, stat_or_none
+    from hermes.tools.paths import display, resolve_path, sensitive_for_reading, stat_or_none
 
     path = resolve_path(ref, field)
     why = sensitive_for_reading(path)

@@ -285,7 +285,7 @@ class SkillStore:
 
 
 def _refuse_secrets(text: str) -> None:
-    from hermes.tools.memory.guard import find_secret
+    from hermes.tools.guard import find_secret
 
     found = find_secret(text)
     if found:

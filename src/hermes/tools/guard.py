@@ -1,4 +1,4 @@
-"""Refusing memory content that must never reach a future system prompt.
+"""Refusing stored content that must never reach a future system prompt (memory entries, skills).
 
 Memory entries are injected into the system prompt of every later session, so an entry is a
 persistent instruction channel. :func:`check_entry` refuses three kinds of content:

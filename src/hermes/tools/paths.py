@@ -1,4 +1,4 @@
-"""Path resolution and safety for the file tools.
+"""Path resolution and safety for every tool that touches local files (the file tools, media loading).
 
 Every path a model sends goes through :func:`resolve_path` first: ``~`` is expanded, a relative path is
 taken relative to the process's working directory, and :func:`os.path.realpath` resolves every symlink
