@@ -116,13 +116,17 @@ class VendorResponse(HttpAnswer):
         return value
 
     def raise_for_status(self) -> VendorResponse:
-        """This response when it is a 2xx, else a VendorError naming the status and the vendor's message."""
+        """This response when it is a 2xx, else :meth:`http_error`."""
         if self.ok:
             return self
+        raise self.http_error()
+
+    def http_error(self) -> VendorError:
+        """The VendorError for this answer: its status and the vendor's own message."""
         detail = error_detail(self.body)
         suffix = f": {detail}" if detail else ""
-        raise VendorError(self.vendor, f"{self.vendor} answered HTTP {self.status}{suffix}", kind="http",
-                          status=self.status, retry_after=self.retry_after)
+        return VendorError(self.vendor, f"{self.vendor} answered HTTP {self.status}{suffix}", kind="http",
+                           status=self.status, retry_after=self.retry_after)
 
 
 def error_detail(body: bytes) -> str:

@@ -29,7 +29,6 @@ from hermes.vendors.base import (
     JsonApiClient,
     RetryPolicy,
     VendorError,
-    error_detail,
     idempotency_key,
 )
 
@@ -94,7 +93,7 @@ class KreaClient(JsonApiClient):
                                     headers={"user-agent": USER_AGENT, "x-idempotency-key": idempotency_key()},
                                     json_body=dict(body))
         if response.status == 429 or _gateway_says_not_started(response.status, response.body):
-            error = _http_error(response.status, response.body, response.retry_after)
+            error = response.http_error()
             error.before_start = True
             raise error
         answer = response.raise_for_status().json_object()
@@ -128,12 +127,6 @@ class KreaClient(JsonApiClient):
                 raise VendorError(VENDOR, f"{VENDOR} job {job_id} did not finish within {deadline:g} s",
                                   kind="timeout")
             wait = min(max_poll, max(wait, 0.01) * 1.5)
-
-
-def _http_error(status: int, body: bytes, retry_after: float | None) -> VendorError:
-    detail = error_detail(body)
-    return VendorError(VENDOR, f"{VENDOR} answered HTTP {status}" + (f": {detail}" if detail else ""), kind="http",
-                       status=status, retry_after=retry_after)
 
 
 def parse_job(job_id: str, body: Mapping[str, Any]) -> KreaJob:
