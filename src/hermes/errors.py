@@ -8,6 +8,8 @@ Every error the program raises on purpose derives from :class:`HermesError`::
     ├── SelectionError              a tool category routed to a backend that cannot run (GW-3 wording)
     ├── GatewayError                the Tool Gateway refused or failed (entitlement, expiry, HTTP)
     ├── FetchError                  a URL could not or must not be fetched (SSRF refusal, size, time)
+    ├── ResponseTooLarge            an HTTP answer's body passed its size cap (hermes.net.http)
+    ├── DeadlineExceeded            an HTTP request's overall time ran out before another try (hermes.net.http)
     ├── ApprovalDenied              a dangerous command was not approved
     ├── ToolError                   a tool could not do its job; dispatch turns it into {"error": ...}
     │   ├── ToolArgumentError       the model sent arguments that do not fit the schema
@@ -54,6 +56,21 @@ class FetchError(HermesError):
         self.message = message
 
 
+class ResponseTooLarge(HermesError):
+    """An HTTP answer's body passed its size cap of ``limit`` bytes; reading stopped there.
+
+    Raised by :func:`hermes.net.http.send_request`; each caller turns it into its own error.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the answer is larger than {limit} bytes")
+        self.limit = limit
+
+
+class DeadlineExceeded(HermesError):
+    """The overall deadline of an HTTP request passed before (another) try could start."""
+
+
 class ApprovalDenied(HermesError):
     """A dangerous command was not approved by the person (or the surface has nobody to ask)."""
 
@@ -97,12 +114,14 @@ class TurnInterrupted(HermesError):
 __all__ = [
     "ApprovalDenied",
     "ConfigError",
+    "DeadlineExceeded",
     "FetchError",
     "GatewayError",
     "HermesError",
     "ModelError",
     "ModelNotConfigured",
     "ModelUnreachable",
+    "ResponseTooLarge",
     "SelectionError",
     "SessionNotFound",
     "StoreError",

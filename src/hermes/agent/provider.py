@@ -12,7 +12,6 @@ that honours ``Retry-After``; the client's own retries are switched off so there
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Any, Protocol
 
 from hermes.config.settings import ModelSettings
 from hermes.errors import ModelError, ModelUnreachable, TurnInterrupted
+from hermes.net.http import backoff_delay, parse_retry_after
 
 MAX_BACKOFF = 30.0
 MAX_RETRY_AFTER = 60.0
@@ -139,10 +139,8 @@ class OpenAICompatProvider:
 
     # -- internals ----------------------------------------------------------------------------------
     def _delay(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return max(0.0, min(retry_after, MAX_RETRY_AFTER))
-        base: float = min(self.base_delay * (2 ** (attempt - 1)), MAX_BACKOFF)
-        return base * (0.5 + random.random() / 2)
+        return backoff_delay(attempt, retry_after, base_delay=self.base_delay, max_delay=MAX_BACKOFF,
+                             max_retry_after=MAX_RETRY_AFTER)
 
     def _give_up(self, exc: _Transient) -> ModelError:
         where = f"{self.settings.base_url} (model.base_url / --base-url / OPENAI_BASE_URL)"
@@ -319,10 +317,4 @@ def _retry_after(exc: Any) -> float | None:
     headers = getattr(response, "headers", None)
     if headers is None:
         return None
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
+    return parse_retry_after(headers.get("retry-after"))

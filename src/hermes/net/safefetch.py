@@ -16,6 +16,9 @@ Every hop (the first URL and each redirect, at most ``max_redirects``) is checke
 4. one overall time limit, a size cap on the decoded body (a gzip bomb stops at the cap), and only
    text/HTML content types. ``Connection: close`` keeps a pooled connection of one host from serving
    another host that shares its IP.
+
+Each hop is one :func:`hermes.net.http.send_request` (no retries) whose ``inspect`` hook checks the peer
+address and the content type before any of the body is read.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
 
-from hermes.errors import FetchError
+from hermes.errors import DeadlineExceeded, FetchError, ResponseTooLarge
+from hermes.net.http import send_request
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -142,8 +146,7 @@ def _host_header(host: str, scheme: str, port: int) -> str:
     return shown if port == (443 if scheme == "https" else 80) else f"{shown}:{port}"
 
 
-def _decode(raw: bytes, response: httpx.Response) -> str:
-    charset = response.charset_encoding
+def _decode(raw: bytes, charset: str | None) -> str:
     if not charset:
         match = _META_CHARSET.search(raw[:4096])
         charset = match.group(1).decode("ascii") if match else "utf-8"
@@ -173,28 +176,42 @@ async def _hop(client: httpx.AsyncClient, url: str, policy: FetchPolicy, deadlin
     headers = {"host": _host_header(host, scheme, port), "user-agent": policy.user_agent, "connection": "close",
                "accept": "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.1"}
     extensions = {"sni_hostname": host} if scheme == "https" and host != str(ip) else {}
-    timeout = max(0.05, deadline - time.monotonic())
-    async with client.stream("GET", _pinned_url(url, ip, port), headers=headers, extensions=extensions,
-                             timeout=timeout, follow_redirects=False) as response:
+
+    def check(response: httpx.Response) -> bool:
+        """Refuse an unchecked peer or a content type not accepted; False (body unread) for a redirect."""
         if not _peer_ok(response, ip):
             raise _refused("the connection ended up at an address that was not checked")
-        if response.status_code in _REDIRECTS and response.headers.get("location"):
-            return urljoin(url, response.headers["location"])
-        ctype = response.headers.get("content-type", "text/html").split(";")[0].strip().lower()
+        if _redirect_target(response.status_code, response.headers) is not None:
+            return False
+        ctype = _content_type(response.headers)
         if ctype not in policy.content_types:
             raise FetchError(415, "unsupported_content",
                              f"the URL serves {ctype}; accepted here: {', '.join(policy.content_types)}")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > policy.max_bytes:
-                raise FetchError(413, "page_too_large",
-                                 f"the response is larger than the limit of {policy.max_bytes} bytes")
-            chunks.append(chunk)
-        raw = b"".join(chunks)
-        text = _decode(raw, response) if ctype in TEXT_TYPES else ""
-        return FetchedPage(url, response.status_code, ctype, text, raw)
+        return True
+
+    try:
+        answer = await send_request(client, "GET", _pinned_url(url, ip, port), max_bytes=policy.max_bytes,
+                                    deadline=deadline, headers=headers, extensions=extensions,
+                                    follow_redirects=False, inspect=check)
+    except ResponseTooLarge:
+        raise FetchError(413, "page_too_large",
+                         f"the response is larger than the limit of {policy.max_bytes} bytes") from None
+    location = _redirect_target(answer.status, answer.headers)
+    if location is not None:
+        return urljoin(url, location)
+    ctype = _content_type(answer.headers)
+    text = _decode(answer.body, answer.charset) if ctype in TEXT_TYPES else ""
+    return FetchedPage(url, answer.status, ctype, text, answer.body)
+
+
+def _redirect_target(status: int, headers: httpx.Headers) -> str | None:
+    location: str | None = headers.get("location")
+    return location if status in _REDIRECTS and location else None
+
+
+def _content_type(headers: httpx.Headers) -> str:
+    value: str = headers.get("content-type", "text/html")
+    return value.split(";")[0].strip().lower()
 
 
 async def safe_fetch(client: httpx.AsyncClient, url: str, policy: FetchPolicy) -> FetchedPage:
@@ -208,9 +225,7 @@ async def safe_fetch(client: httpx.AsyncClient, url: str, policy: FetchPolicy) -
                 if isinstance(result, FetchedPage):
                     return result
                 current = result
-    except TimeoutError:
-        raise FetchError(504, "fetch_timeout", f"the page did not load within {policy.timeout:g} s") from None
-    except httpx.TimeoutException:
+    except (TimeoutError, DeadlineExceeded, httpx.TimeoutException):
         raise FetchError(504, "fetch_timeout", f"the page did not load within {policy.timeout:g} s") from None
     except httpx.HTTPError as exc:
         raise FetchError(502, "fetch_failed", f"the page could not be fetched ({type(exc).__name__})") from None

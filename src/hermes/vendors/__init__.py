@@ -5,7 +5,8 @@ credential header — so a BYOK call (the vendor's own API and the user's key) a
 Gateway relay and the portal token) differ only in those two values. The clients hold no tool logic:
 the gateway server's relays use them towards the real vendors too.
 
-* :mod:`~hermes.vendors.base` — :class:`Auth`, :class:`VendorError`, retries, size caps, URL guards;
+* :mod:`~hermes.vendors.base` — :class:`Auth`, :class:`VendorError`, URL guards, ``send`` (retries and
+  size caps through :mod:`hermes.net.http`) and ``JsonApiClient``, the base of every HTTP client here;
 * :mod:`~hermes.vendors.fal_queue` — FAL's queue (submit, status, result);
 * :mod:`~hermes.vendors.krea` — Krea 2 image jobs;
 * :mod:`~hermes.vendors.openai_images` — OpenAI Images (also the portal's own image API);

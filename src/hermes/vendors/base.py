@@ -5,13 +5,17 @@ it calls (the vendor's own API for BYOK routes, a Tool Gateway relay for managed
 :class:`Auth` header to attach. Nothing else differs between the two routes, which is why the gateway
 server's relays can use the same clients towards the real vendors.
 
-:func:`send` makes one logical request:
+:func:`send` makes one logical request through :func:`hermes.net.http.send_request`:
 
 * the credential is attached only when ``allow(url)`` says so — a vendor (or a relay) that answers with
   an absolute URL on some other host never receives the user's key or portal token;
 * transport errors and the statuses in :attr:`RetryPolicy.statuses` are retried with exponential backoff
   (``Retry-After`` honoured up to ``max_delay``), with the same idempotency key on every attempt;
-* the body is read as a stream and refused past ``max_bytes``.
+* the body is read as a stream and refused past ``max_bytes``;
+* httpx's errors and the size cap become :class:`VendorError` s.
+
+:class:`JsonApiClient` holds what every client has (client, origin, credential, URL guard, retry policy,
+time-out, size cap) and sends through :func:`send`; each vendor's client is a subclass adding its endpoints.
 
 It returns the final :class:`VendorResponse` whatever its status; :meth:`VendorResponse.raise_for_status`
 turns a non-2xx answer into a :class:`VendorError` carrying the vendor's own message.
@@ -19,11 +23,9 @@ turns a non-2xx answer into a :class:`VendorError` carrying the vendor's own mes
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
-import random
 import socket
 import uuid
 from collections.abc import Callable, Mapping
@@ -33,7 +35,10 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 import httpx
 
-from hermes.errors import HermesError
+from hermes.errors import HermesError, ResponseTooLarge
+from hermes.net.http import NO_RETRY as NO_RETRY  # re-exported: the clients and their callers import both from here
+from hermes.net.http import HttpAnswer, send_request
+from hermes.net.http import RetryPolicy as RetryPolicy
 
 UrlGuard = Callable[[str], bool]
 ErrorKind = Literal["unreachable", "timeout", "http", "bad_response", "too_large", "refused_url", "failed"]
@@ -89,48 +94,10 @@ class VendorError(HermesError):
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """How often one logical request is tried (``attempts`` counts the first try)."""
+class VendorResponse(HttpAnswer):
+    """A complete answer of ``vendor``: status, headers, body, and how many tries it took."""
 
-    attempts: int = 3
-    base_delay: float = 0.5
-    max_delay: float = 8.0
-    statuses: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504})
-    retry_transport: bool = True
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        """Seconds to wait before try number ``attempt + 1`` (``attempt`` starts at 1)."""
-        if retry_after is not None:
-            return max(0.0, min(retry_after, self.max_delay))
-        base: float = min(self.base_delay * (2 ** (attempt - 1)), self.max_delay)
-        return base * (0.5 + random.random() / 2)
-
-
-NO_RETRY = RetryPolicy(attempts=1)
-
-
-@dataclass(frozen=True)
-class VendorResponse:
-    """A complete answer: status, headers, body, and how many tries it took."""
-
-    vendor: str
-    status: int
-    headers: httpx.Headers
-    body: bytes
-    attempts: int = 1
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-    @property
-    def content_type(self) -> str:
-        value: str = self.headers.get("content-type", "")
-        return value.split(";")[0].strip().lower()
-
-    @property
-    def retry_after(self) -> float | None:
-        return parse_retry_after(self.headers.get("retry-after"))
+    vendor: str = "vendor"
 
     def json(self) -> Any:
         """The body as JSON, or a ``bad_response`` VendorError."""
@@ -149,24 +116,17 @@ class VendorResponse:
         return value
 
     def raise_for_status(self) -> VendorResponse:
-        """This response when it is a 2xx, else a VendorError naming the status and the vendor's message."""
+        """This response when it is a 2xx, else :meth:`http_error`."""
         if self.ok:
             return self
+        raise self.http_error()
+
+    def http_error(self) -> VendorError:
+        """The VendorError for this answer: its status and the vendor's own message."""
         detail = error_detail(self.body)
         suffix = f": {detail}" if detail else ""
-        raise VendorError(self.vendor, f"{self.vendor} answered HTTP {self.status}{suffix}", kind="http",
-                          status=self.status, retry_after=self.retry_after)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header in its numeric form; None when absent or a date."""
-    if not value:
-        return None
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        return None
-    return seconds if seconds >= 0 and seconds == seconds else None
+        return VendorError(self.vendor, f"{self.vendor} answered HTTP {self.status}{suffix}", kind="http",
+                           status=self.status, retry_after=self.retry_after)
 
 
 def error_detail(body: bytes) -> str:
@@ -272,43 +232,12 @@ async def send(
     all_headers = dict(headers or {})
     if auth is not None:
         all_headers.update(auth.headers())
-    attempt = 0
-    while True:
-        attempt += 1
-        try:
-            response = await _once(http, method, url, vendor=vendor, timeout=timeout, max_bytes=max_bytes,
-                                   headers=all_headers, params=params, json_body=json_body, data=data, files=files,
-                                   follow_redirects=follow_redirects)
-        except VendorError as exc:
-            if exc.kind in ("unreachable", "timeout") and retry.retry_transport and attempt < retry.attempts:
-                await asyncio.sleep(retry.delay(attempt, None))
-                continue
-            raise
-        if response.status in retry.statuses and attempt < retry.attempts:
-            await asyncio.sleep(retry.delay(attempt, response.retry_after))
-            continue
-        return VendorResponse(vendor, response.status, response.headers, response.body, attempt)
-
-
-async def _once(
-    http: httpx.AsyncClient, method: str, url: str, *, vendor: str, timeout: float, max_bytes: int,
-    headers: Mapping[str, str], params: Mapping[str, str] | None, json_body: Any,
-    data: Mapping[str, str] | None, files: Mapping[str, tuple[str, bytes, str]] | None, follow_redirects: bool,
-) -> VendorResponse:
     try:
-        async with http.stream(method, url, headers=headers, params=params, json=json_body, data=data,
-                               files=files, timeout=timeout, follow_redirects=follow_redirects) as response:
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > max_bytes:
-                raise _too_large(vendor, max_bytes)
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > max_bytes:
-                    raise _too_large(vendor, max_bytes)
-                chunks.append(chunk)
-            return VendorResponse(vendor, response.status_code, response.headers, b"".join(chunks))
+        answer = await send_request(http, method, url, max_bytes=max_bytes, retry=retry, timeout=timeout,
+                                    headers=all_headers, params=params, json=json_body, data=data, files=files,
+                                    follow_redirects=follow_redirects)
+    except ResponseTooLarge:
+        raise VendorError(vendor, f"{vendor} answered with more than {max_bytes} bytes", kind="too_large") from None
     except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
         raise VendorError(vendor, f"cannot reach {vendor} ({type(exc).__name__})", kind="unreachable",
                           before_start=True) from None
@@ -320,10 +249,7 @@ async def _once(
     except UnicodeEncodeError:
         raise VendorError(vendor, f"the request to {vendor} holds text that is not valid Unicode (a lone surrogate)",
                           kind="failed") from None
-
-
-def _too_large(vendor: str, max_bytes: int) -> VendorError:
-    return VendorError(vendor, f"{vendor} answered with more than {max_bytes} bytes", kind="too_large")
+    return VendorResponse(answer.status, answer.headers, answer.body, answer.attempts, answer.charset, vendor)
 
 
 def decode_data_uri(uri: str, *, max_bytes: int) -> tuple[bytes, str]:
@@ -374,29 +300,61 @@ class JsonApiClient:
     """Where a vendor client calls, with which credential, and its limits; subclasses add the endpoints.
 
     ``origin`` is the vendor's API (BYOK) or a gateway relay; ``allow_url`` decides which URLs may receive
-    the credential (default: the origin only). Subclasses set ``vendor`` and their defaults.
+    the credential (default: the origin only). Subclasses set ``vendor`` and their defaults;
+    ``strip_v1`` drops a trailing ``/v1`` from the origin (OpenAI-style base URLs, see :func:`api_root`).
+    :meth:`_send` answers any body (audio bytes, plain text); :meth:`_json` wants a JSON object.
     """
 
     vendor: ClassVar[str] = "vendor"
     default_retry: ClassVar[RetryPolicy] = RetryPolicy()
     default_timeout: ClassVar[float] = 60.0
     default_max_bytes: ClassVar[int] = 16 * 1024 * 1024
+    strip_v1: ClassVar[bool] = False
 
     def __init__(
         self, http: httpx.AsyncClient, origin: str, auth: Auth | None = None, *, allow_url: UrlGuard | None = None,
         retry: RetryPolicy | None = None, timeout: float | None = None, max_bytes: int | None = None,
     ) -> None:
         self.http = http
-        self.origin = origin.rstrip("/")
+        self.origin = api_root(origin) if self.strip_v1 else origin.rstrip("/")
         self.auth = auth
         self.allow_url = allow_url or same_origin(self.origin)
         self.retry = retry or self.default_retry
         self.timeout = self.default_timeout if timeout is None else timeout
         self.max_bytes = self.default_max_bytes if max_bytes is None else max_bytes
 
+    def _url(self, path: str) -> str:
+        """``origin + path``."""
+        return join(self.origin, path)
+
+    async def _send(
+        self, method: str, url: str, *, accept: str | None = "application/json",
+        headers: Mapping[str, str] | None = None, params: Mapping[str, str] | None = None, json_body: Any = None,
+        data: Mapping[str, str] | None = None, files: Mapping[str, tuple[str, bytes, str]] | None = None,
+        retry: RetryPolicy | None = None, timeout: float | None = None, max_bytes: int | None = None,
+    ) -> VendorResponse:
+        """One request to ``url`` with this client's credential, guard and limits (each may be overridden).
+
+        ``accept`` is sent as ``Accept`` (None: no such header); the answer is returned whatever its status.
+        """
+        all_headers = {"accept": accept} if accept is not None else {}
+        all_headers.update(headers or {})
+        return await send(self.http, method, url, vendor=self.vendor, auth=self.auth, allow=self.allow_url,
+                          retry=self.retry if retry is None else retry,
+                          timeout=self.timeout if timeout is None else timeout,
+                          max_bytes=self.max_bytes if max_bytes is None else max_bytes,
+                          headers=all_headers, params=params, json_body=json_body, data=data, files=files)
+
+    async def _json(
+        self, method: str, url: str, *, headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None, json_body: Any = None, data: Mapping[str, str] | None = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
+    ) -> dict[str, Any]:
+        """The JSON object a 2xx answer to ``url`` holds (VendorError otherwise)."""
+        response = await self._send(method, url, headers=headers, params=params, json_body=json_body, data=data,
+                                    files=files)
+        return response.raise_for_status().json_object()
+
     async def _post_json(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         """POST a JSON body to ``origin + path``; the JSON object answered (VendorError otherwise)."""
-        response = await send(self.http, "POST", join(self.origin, path), vendor=self.vendor, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes,
-                              headers={"accept": "application/json"}, json_body=body)
-        return response.raise_for_status().json_object()
+        return await self._json("POST", self._url(path), json_body=body)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes.vendors.base import Auth, JsonApiClient, RetryPolicy, VendorError, join, send
+from hermes.vendors.base import Auth, JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "brave"
 BRAVE_RETRY = RetryPolicy(attempts=3, base_delay=1.0, max_delay=4.0, statuses=frozenset({429, 502, 503, 504}))
@@ -42,11 +42,7 @@ class BraveClient(JsonApiClient):
     async def search(self, query: str, limit: int = 5) -> list[BraveResult]:
         """Web results for ``query`` (at most ``limit``, capped at Brave's 20)."""
         count = max(1, min(limit, MAX_COUNT))
-        response = await send(self.http, "GET", join(self.origin, "/res/v1/web/search"), vendor=VENDOR,
-                              auth=self.auth, allow=self.allow_url, retry=self.retry, timeout=self.timeout,
-                              max_bytes=self.max_bytes, headers={"accept": "application/json"},
-                              params={"q": query, "count": str(count)})
-        data = response.raise_for_status().json_object()
+        data = await self._json("GET", self._url("/res/v1/web/search"), params={"q": query, "count": str(count)})
         web = data.get("web")
         if web is None:  # Brave leaves the section out when nothing matched
             return []

@@ -11,9 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, same_origin, send
+from hermes.vendors.base import Auth, JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "ElevenLabs"
 KEY_HEADER = "xi-api-key"
@@ -30,20 +28,13 @@ def elevenlabs_auth(key: str) -> Auth:
     return Auth.api_key_header(KEY_HEADER, key)
 
 
-class ElevenLabsClient:
+class ElevenLabsClient(JsonApiClient):
     """Speech synthesis at ``origin`` with ``auth`` (:func:`elevenlabs_auth`)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = ELEVENLABS_RETRY, timeout: float = 120.0, max_bytes: int = 64 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
+    vendor = VENDOR
+    default_retry = ELEVENLABS_RETRY
+    default_timeout = 120.0
+    default_max_bytes = 64 * 1024 * 1024
 
     async def speech(self, *, text: str, voice_id: str = DEFAULT_VOICE_ID, model_id: str = DEFAULT_MODEL_ID,
                      output_format: str = DEFAULT_OUTPUT_FORMAT,
@@ -56,10 +47,8 @@ class ElevenLabsClient:
         body: dict[str, Any] = {"text": text, "model_id": model_id}
         if voice_settings:
             body["voice_settings"] = dict(voice_settings)
-        response = await send(self.http, "POST", join(self.origin, f"v1/text-to-speech/{voice_id}"), vendor=VENDOR,
-                              auth=self.auth, allow=self.allow_url, retry=self.retry, timeout=self.timeout,
-                              max_bytes=self.max_bytes, params={"output_format": output_format},
-                              headers={"accept": "audio/mpeg"}, json_body=body)
+        response = await self._send("POST", self._url(f"v1/text-to-speech/{voice_id}"), accept="audio/mpeg",
+                                    params={"output_format": output_format}, json_body=body)
         response.raise_for_status()
         if not response.body or response.content_type == "application/json":
             raise VendorError(VENDOR, f"{VENDOR} answered without audio", kind="bad_response")

@@ -23,9 +23,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, idempotency_key, join, same_origin, send
+from hermes.vendors.base import (
+    DEFAULT_MAX_BYTES,
+    NO_RETRY,
+    JsonApiClient,
+    RetryPolicy,
+    VendorError,
+    idempotency_key,
+)
 
 VENDOR = "FAL"
 USER_AGENT = "hermes-agent (fal-queue)"
@@ -60,36 +65,26 @@ def valid_model_path(model: str) -> bool:
     return bool(_MODEL_PATH.match(model)) and ".." not in model
 
 
-class FalQueueClient:
+class FalQueueClient(JsonApiClient):
     """Submit, poll and fetch FAL queue requests at ``origin`` with ``auth`` (``Auth.key(token)``)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = QUEUE_RETRY, timeout: float = 60.0, max_bytes: int = 32 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
+    vendor = VENDOR
+    default_retry = QUEUE_RETRY
+    default_timeout = 60.0
+    default_max_bytes = 32 * 1024 * 1024
 
     async def _call(self, method: str, url: str, *, json_body: Any = None,
                     params: Mapping[str, str] | None = None, idempotent_key: str | None = None) -> dict[str, Any]:
-        headers = {"user-agent": USER_AGENT, "accept": "application/json"}
+        headers = {"user-agent": USER_AGENT}
         if idempotent_key is not None:
             headers["x-idempotency-key"] = idempotent_key
-        response = await send(self.http, method, url, vendor=VENDOR, auth=self.auth, allow=self.allow_url,
-                              retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes, headers=headers,
-                              params=params, json_body=json_body)
-        return response.raise_for_status().json_object()
+        return await self._json(method, url, headers=headers, params=params, json_body=json_body)
 
     async def submit(self, model: str, arguments: Mapping[str, Any]) -> QueueHandle:
         """Queue one request for ``model`` (a FAL application path)."""
         if not valid_model_path(model):
             raise ValueError(f"not a FAL model path: {model!r}")
-        body = await self._call("POST", join(self.origin, model), json_body=dict(arguments),
+        body = await self._call("POST", self._url(model), json_body=dict(arguments),
                                 idempotent_key=idempotency_key())
         try:
             handle = QueueHandle(*(str(body[k]) for k in ("request_id", "status_url", "response_url", "cancel_url")))
@@ -121,8 +116,8 @@ class FalQueueClient:
     async def cancel(self, handle: QueueHandle) -> None:
         """Ask the queue to drop the request (best effort)."""
         with contextlib.suppress(VendorError):
-            await send(self.http, "PUT", handle.cancel_url, vendor=VENDOR, auth=self.auth, allow=self.allow_url,
-                       timeout=10.0, headers={"user-agent": USER_AGENT})
+            await self._send("PUT", handle.cancel_url, accept=None, headers={"user-agent": USER_AGENT},
+                             retry=NO_RETRY, timeout=10.0, max_bytes=DEFAULT_MAX_BYTES)
 
     async def run(self, model: str, arguments: Mapping[str, Any], *, poll_interval: float = 0.1,
                   deadline: float = 300.0) -> dict[str, Any]:

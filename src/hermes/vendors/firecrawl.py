@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError, join, send
+from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "firecrawl"
 #: the ``origin`` field Firecrawl uses for analytics (the upstream SDK sends ``python-sdk@<version>``)
@@ -61,9 +61,7 @@ class FirecrawlClient(JsonApiClient):
     default_max_bytes = 16 * 1024 * 1024
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = await send(self.http, "POST", join(self.origin, path), vendor=VENDOR, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes,
-                              headers={"accept": "application/json"}, json_body=body)
+        response = await self._send("POST", self._url(path), json_body=body)
         data = response.raise_for_status().json_object()
         if data.get("success") is not True:
             detail = data.get("error") or data.get("message")

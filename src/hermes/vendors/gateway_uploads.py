@@ -18,36 +18,27 @@ from __future__ import annotations
 
 import re
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, join, origin_of, same_origin, send
+from hermes.vendors.base import DEFAULT_MAX_BYTES, JsonApiClient, RetryPolicy, VendorError, origin_of
 
 VENDOR = "Tool Gateway uploads"
 UPLOAD_RETRY = RetryPolicy(attempts=3, base_delay=0.5, max_delay=5.0, statuses=frozenset({429, 502, 503, 504}))
 _VENDOR_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,31}$")
 
 
-class GatewayUploadsClient:
+class GatewayUploadsClient(JsonApiClient):
     """Upload media to the gateway's shared origin with ``auth`` (``Auth.bearer(portal token)``)."""
 
-    def __init__(self, http: httpx.AsyncClient, origin: str, auth: Auth, *, allow_url: UrlGuard | None = None,
-                 retry: RetryPolicy = UPLOAD_RETRY, timeout: float = 120.0) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
+    vendor = VENDOR
+    default_retry = UPLOAD_RETRY
+    default_timeout = 120.0
+    default_max_bytes = DEFAULT_MAX_BYTES
 
     async def upload(self, vendor: str, data: bytes, *, filename: str, content_type: str) -> str:
         """Upload ``data`` for ``vendor``; returns the reference URL to put in the vendor request."""
         if not _VENDOR_NAME.match(vendor):
             raise ValueError(f"not a vendor name: {vendor!r}")
-        response = await send(self.http, "POST", join(self.origin, f"api/uploads/{vendor}"), vendor=VENDOR,
-                              auth=self.auth, allow=self.allow_url, retry=self.retry, timeout=self.timeout,
-                              headers={"accept": "application/json"},
-                              files={"file": (filename, data, content_type)})
-        body = response.raise_for_status().json_object()
+        body = await self._json("POST", self._url(f"api/uploads/{vendor}"),
+                                files={"file": (filename, data, content_type)})
         url = body.get("url")
         if not isinstance(url, str) or origin_of(url) is None:
             raise VendorError(VENDOR, "the gateway's upload answer has no http(s) url", kind="bad_response")

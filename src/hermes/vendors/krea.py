@@ -24,18 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from hermes.vendors.base import (
-    Auth,
+    DEFAULT_MAX_BYTES,
+    JsonApiClient,
     RetryPolicy,
-    UrlGuard,
     VendorError,
-    error_detail,
     idempotency_key,
-    join,
-    same_origin,
-    send,
 )
 
 VENDOR = "Krea"
@@ -82,37 +76,24 @@ def _gateway_says_not_started(status: int, body: bytes) -> bool:
     return isinstance(answer, dict) and answer.get("code") in _NOT_STARTED_CODES
 
 
-class KreaClient:
+class KreaClient(JsonApiClient):
     """Generate images with Krea 2 at ``origin`` with ``auth`` (``Auth.bearer(token)``)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = KREA_RETRY, timeout: float = 60.0,
-    ) -> None:
-        self.http = http
-        self.origin = origin.rstrip("/")
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-
-    def _headers(self, key: str | None = None) -> dict[str, str]:
-        headers = {"user-agent": USER_AGENT, "accept": "application/json"}
-        if key is not None:
-            headers["x-idempotency-key"] = key
-        return headers
+    vendor = VENDOR
+    default_retry = KREA_RETRY
+    default_timeout = 60.0
+    default_max_bytes = DEFAULT_MAX_BYTES
 
     async def submit(self, model: str, body: Mapping[str, Any]) -> str:
         """Start a job for a Krea native ``model``; returns its ``job_id``."""
         variant = MODEL_VARIANTS.get(model)
         if variant is None:
             raise ValueError(f"not a Krea native model: {model!r}")
-        url = join(self.origin, f"generate/image/krea/krea-2/{variant}")
-        response = await send(self.http, "POST", url, vendor=VENDOR, auth=self.auth, allow=self.allow_url,
-                              retry=self.retry, timeout=self.timeout, headers=self._headers(idempotency_key()),
-                              json_body=dict(body))
+        response = await self._send("POST", self._url(f"generate/image/krea/krea-2/{variant}"),
+                                    headers={"user-agent": USER_AGENT, "x-idempotency-key": idempotency_key()},
+                                    json_body=dict(body))
         if response.status == 429 or _gateway_says_not_started(response.status, response.body):
-            error = _http_error(response.status, response.body, response.retry_after)
+            error = response.http_error()
             error.before_start = True
             raise error
         answer = response.raise_for_status().json_object()
@@ -125,9 +106,8 @@ class KreaClient:
         """The job's current state."""
         if not _JOB_ID.match(job_id):
             raise ValueError(f"not a Krea job id: {job_id!r}")
-        response = await send(self.http, "GET", join(self.origin, f"jobs/{job_id}"), vendor=VENDOR, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, headers=self._headers())
-        return parse_job(job_id, response.raise_for_status().json_object())
+        answer = await self._json("GET", self._url(f"jobs/{job_id}"), headers={"user-agent": USER_AGENT})
+        return parse_job(job_id, answer)
 
     async def generate(self, model: str, body: Mapping[str, Any], *, first_poll: float = 2.0, max_poll: float = 5.0,
                        deadline: float = 180.0) -> KreaJob:
@@ -147,12 +127,6 @@ class KreaClient:
                 raise VendorError(VENDOR, f"{VENDOR} job {job_id} did not finish within {deadline:g} s",
                                   kind="timeout")
             wait = min(max_poll, max(wait, 0.01) * 1.5)
-
-
-def _http_error(status: int, body: bytes, retry_after: float | None) -> VendorError:
-    detail = error_detail(body)
-    return VendorError(VENDOR, f"{VENDOR} answered HTTP {status}" + (f": {detail}" if detail else ""), kind="http",
-                       status=status, retry_after=retry_after)
 
 
 def parse_job(job_id: str, body: Mapping[str, Any]) -> KreaJob:

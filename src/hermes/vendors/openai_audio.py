@@ -18,18 +18,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from hermes.vendors.base import (
-    NO_RETRY,
-    Auth,
-    RetryPolicy,
-    UrlGuard,
-    VendorError,
-    api_root,
-    idempotency_key,
-    join,
-    same_origin,
-    send,
-)
+from hermes.vendors.base import NO_RETRY, Auth, JsonApiClient, RetryPolicy, UrlGuard, VendorError, idempotency_key
 
 VENDOR = "OpenAI audio"
 SPEECH_FORMATS = frozenset({"mp3", "opus", "wav", "flac", "aac", "pcm"})
@@ -45,22 +34,27 @@ class Transcript:
     model: str
 
 
-class OpenAIAudioClient:
-    """Text to speech and speech to text at ``origin`` with ``auth`` (``Auth.bearer(token)``)."""
+class OpenAIAudioClient(JsonApiClient):
+    """Text to speech and speech to text at ``origin`` with ``auth`` (``Auth.bearer(token)``).
+
+    ``retry``, ``timeout`` and ``max_bytes`` are those of speech; transcriptions are not retried and have
+    their own time-out and a 4 MiB cap.
+    """
+
+    vendor = VENDOR
+    default_retry = SPEECH_RETRY
+    default_timeout = 120.0
+    default_max_bytes = 64 * 1024 * 1024
+    strip_v1 = True
 
     def __init__(
         self, http: httpx.AsyncClient, origin: str, auth: Auth, *, allow_url: UrlGuard | None = None,
         speech_retry: RetryPolicy = SPEECH_RETRY, speech_timeout: float = 120.0,
         transcribe_timeout: float = 30.0, max_bytes: int = 64 * 1024 * 1024,
     ) -> None:
-        self.http = http
-        self.origin = api_root(origin)
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.speech_retry = speech_retry
-        self.speech_timeout = speech_timeout
+        super().__init__(http, origin, auth, allow_url=allow_url, retry=speech_retry, timeout=speech_timeout,
+                         max_bytes=max_bytes)
         self.transcribe_timeout = transcribe_timeout
-        self.max_bytes = max_bytes
 
     async def speech(self, *, model: str, voice: str, text: str, response_format: str = "mp3",
                      speed: float | None = None, instructions: str | None = None) -> bytes:
@@ -72,10 +66,8 @@ class OpenAIAudioClient:
             body["speed"] = speed
         if instructions:
             body["instructions"] = instructions
-        headers = {"x-idempotency-key": idempotency_key(), "accept": "application/octet-stream"}
-        response = await send(self.http, "POST", join(self.origin, "v1/audio/speech"), vendor=VENDOR,
-                              auth=self.auth, allow=self.allow_url, retry=self.speech_retry,
-                              timeout=self.speech_timeout, max_bytes=self.max_bytes, headers=headers, json_body=body)
+        response = await self._send("POST", self._url("v1/audio/speech"), accept="application/octet-stream",
+                                    headers={"x-idempotency-key": idempotency_key()}, json_body=body)
         response.raise_for_status()
         if not response.body:
             raise VendorError(VENDOR, f"{VENDOR} answered with no audio", kind="bad_response")
@@ -90,9 +82,9 @@ class OpenAIAudioClient:
         data = {"model": model, "response_format": "text" if plain else "json"}
         if language:
             data["language"] = language
-        response = await send(self.http, "POST", join(self.origin, "v1/audio/transcriptions"), vendor=VENDOR,
-                              auth=self.auth, allow=self.allow_url, retry=NO_RETRY, timeout=self.transcribe_timeout,
-                              max_bytes=4 * 1024 * 1024, data=data, files={"file": (filename, audio, mime)})
+        response = await self._send("POST", self._url("v1/audio/transcriptions"), accept=None, data=data,
+                                    files={"file": (filename, audio, mime)}, retry=NO_RETRY,
+                                    timeout=self.transcribe_timeout, max_bytes=4 * 1024 * 1024)
         response.raise_for_status()
         if plain and response.content_type != "application/json":
             return Transcript(response.body.decode("utf-8", errors="replace").strip(), model)

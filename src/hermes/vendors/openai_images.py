@@ -16,9 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, api_root, join, same_origin, send
+from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "OpenAI Images"
 IMAGES_RETRY = RetryPolicy(attempts=3, base_delay=1.0, max_delay=8.0, statuses=frozenset({429, 500, 502, 503}))
@@ -33,26 +31,17 @@ class GeneratedImage:
     revised_prompt: str | None = None
 
 
-class OpenAIImagesClient:
+class OpenAIImagesClient(JsonApiClient):
     """Generate and edit images at ``origin`` with ``auth`` (``Auth.bearer(token)``)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = IMAGES_RETRY, timeout: float = 180.0, max_bytes: int = 64 * 1024 * 1024,
-    ) -> None:
-        self.http = http
-        self.origin = api_root(origin)
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
-        self.max_bytes = max_bytes
+    vendor = VENDOR
+    default_retry = IMAGES_RETRY
+    default_timeout = 180.0
+    default_max_bytes = 64 * 1024 * 1024
+    strip_v1 = True
 
     async def _post(self, path: str, **kwargs: Any) -> list[GeneratedImage]:
-        response = await send(self.http, "POST", join(self.origin, path), vendor=VENDOR, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout,
-                              max_bytes=self.max_bytes, headers={"accept": "application/json"}, **kwargs)
-        return parse_images(response.raise_for_status().json_object())
+        return parse_images(await self._json("POST", self._url(path), **kwargs))
 
     async def generate(self, model: str, prompt: str, *, size: str | None = None, n: int = 1,
                        extra: Mapping[str, Any] | None = None) -> list[GeneratedImage]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError, join, send
+from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "searxng"
 SEARXNG_RETRY = RetryPolicy(attempts=2, base_delay=0.5, max_delay=2.0, statuses=frozenset({429, 502, 503, 504}))
@@ -35,10 +35,8 @@ class SearxngClient(JsonApiClient):
 
     async def search(self, query: str, limit: int = 5, *, page: int = 1) -> list[SearxResult]:
         """Results for ``query`` (the first ``limit`` of page ``page``)."""
-        response = await send(self.http, "GET", join(self.origin, "/search"), vendor=VENDOR, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout, max_bytes=self.max_bytes,
-                              headers={"accept": "application/json"},
-                              params={"q": query, "format": "json", "pageno": str(page)})
+        response = await self._send("GET", self._url("/search"),
+                                    params={"q": query, "format": "json", "pageno": str(page)})
         if response.status == 403:
             raise VendorError(VENDOR, f"{VENDOR} refused the JSON format (HTTP 403): add 'json' to search.formats "
                                       "in the instance's settings.yml", kind="http", status=403)

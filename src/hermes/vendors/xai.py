@@ -18,9 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from hermes.vendors.base import Auth, RetryPolicy, UrlGuard, VendorError, api_root, join, same_origin, send
+from hermes.vendors.base import JsonApiClient, RetryPolicy, VendorError
 
 VENDOR = "xAI"
 DEFAULT_ORIGIN = "https://api.x.ai"
@@ -45,27 +43,18 @@ class XSearchAnswer:
     usage: Mapping[str, Any] = field(default_factory=dict)
 
 
-class XAIClient:
+class XAIClient(JsonApiClient):
     """Calls to xAI at ``origin`` with ``auth`` (``Auth.bearer(key)``)."""
 
-    def __init__(
-        self, http: httpx.AsyncClient, origin: str, auth: Auth, *, allow_url: UrlGuard | None = None,
-        retry: RetryPolicy = XAI_RETRY, timeout: float = 120.0,
-    ) -> None:
-        self.http = http
-        self.origin = api_root(origin)
-        self.auth = auth
-        self.allow_url = allow_url or same_origin(self.origin)
-        self.retry = retry
-        self.timeout = timeout
+    vendor = VENDOR
+    default_retry = XAI_RETRY
+    default_timeout = 120.0
+    default_max_bytes = 8 * 1024 * 1024
+    strip_v1 = True
 
     async def responses(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """One raw ``/v1/responses`` call."""
-        response = await send(self.http, "POST", join(self.origin, "v1/responses"), vendor=VENDOR, auth=self.auth,
-                              allow=self.allow_url, retry=self.retry, timeout=self.timeout,
-                              max_bytes=8 * 1024 * 1024, headers={"accept": "application/json"},
-                              json_body=dict(body))
-        return response.raise_for_status().json_object()
+        return await self._post_json("v1/responses", dict(body))
 
     async def x_search(
         self, query: str, *, model: str, allowed_x_handles: Sequence[str] = (),

@@ -1,6 +1,7 @@
 """Calling a vendor (or a self-hosted engine) from a relay: retries, deadline, size cap, error mapping.
 
-:func:`vendor_request` makes one logical request on the shared ``httpx.AsyncClient``:
+:func:`vendor_request` makes one logical request on the shared ``httpx.AsyncClient`` (through
+:func:`hermes.net.http.send_request`):
 
 * transport errors, timeouts and answers 408/429/500/502/503/504 are retried with exponential backoff
   and jitter (``limits.backoff_base`` × 2ⁿ, or the vendor's ``Retry-After`` when it fits), at most
@@ -16,16 +17,16 @@ operator's key is scrubbed from every message that is passed on.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import random
-import time
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from hermes.errors import DeadlineExceeded, ResponseTooLarge
+from hermes.net.http import HttpAnswer, RetryPolicy, send_request
 from hermes.toolgateway.config import Limits
 from hermes.toolgateway.errors import GatewayHTTPError, too_many
 
@@ -33,17 +34,8 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True)
-class VendorResponse:
+class VendorResponse(HttpAnswer):
     """A complete vendor answer."""
-
-    status: int
-    headers: httpx.Headers
-    body: bytes
-    attempts: int = 1
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
 
     def json(self, vendor: str) -> Any:
         """The body as JSON, or a 502 ``vendor_bad_response``."""
@@ -74,30 +66,11 @@ def operator_headers(api_key: str | None, scheme: str, client: Mapping[str, str]
     return headers
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
-    value = headers.get("retry-after", "").strip()
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
-
-
-async def _once(client: httpx.AsyncClient, method: str, url: str, *, timeout: float, max_bytes: int,
-                vendor: str, **kwargs: Any) -> VendorResponse:
-    async with client.stream(method, url, timeout=timeout, **kwargs) as response:
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > max_bytes:
-            raise GatewayHTTPError(502, "vendor_response_too_large",
-                                   f"{vendor} answered with more than {max_bytes} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise GatewayHTTPError(502, "vendor_response_too_large",
-                                       f"{vendor} answered with more than {max_bytes} bytes")
-            chunks.append(chunk)
-        return VendorResponse(response.status_code, response.headers, b"".join(chunks))
+def retry_policy(limits: Limits) -> RetryPolicy:
+    """``limits.vendor_retries`` retries after the first try; backoff ``backoff_base`` × 2ⁿ × 0.5–1.5, uncapped
+    (the deadline bounds it), and the vendor's ``Retry-After`` taken as it is."""
+    return RetryPolicy(attempts=limits.vendor_retries + 1, base_delay=limits.backoff_base, max_delay=math.inf,
+                       statuses=RETRY_STATUSES, max_retry_after=math.inf, jitter=(0.5, 1.5))
 
 
 async def vendor_request(client: httpx.AsyncClient, method: str, url: str, *, vendor: str, limits: Limits,
@@ -107,41 +80,23 @@ async def vendor_request(client: httpx.AsyncClient, method: str, url: str, *, ve
 
     The body is ``json_body`` (encoded here) or raw ``content`` (its content type in ``headers``).
     """
-    kwargs: dict[str, Any] = {"headers": dict(headers or {})}
-    if content is not None:
-        kwargs["content"] = content
-    elif json_body is not None:
-        kwargs["content"] = json.dumps(json_body, separators=(",", ":")).encode("utf-8")
-        kwargs["headers"].setdefault("content-type", "application/json")
-    if params:
-        kwargs["params"] = dict(params)
-    attempt = 0
-    while True:
-        attempt += 1
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise GatewayHTTPError(504, "vendor_timeout", f"{vendor} did not answer in time")
-        wait: float | None = None
-        try:
-            result = await _once(client, method, url, timeout=remaining, max_bytes=limits.max_response_bytes,
-                                 vendor=vendor, **kwargs)
-        except httpx.TimeoutException:
-            if attempt > limits.vendor_retries:
-                raise GatewayHTTPError(504, "vendor_timeout", f"{vendor} did not answer in time") from None
-        except httpx.HTTPError as exc:
-            if attempt > limits.vendor_retries:
-                raise GatewayHTTPError(502, "vendor_unreachable",
-                                       f"{vendor} could not be reached ({type(exc).__name__})") from None
-        else:
-            final = VendorResponse(result.status, result.headers, result.body, attempt)
-            if result.status not in RETRY_STATUSES or attempt > limits.vendor_retries:
-                return final
-            wait = _retry_after(result.headers)
-            if wait is not None and time.monotonic() + wait >= deadline:
-                return final  # the vendor's own wait does not fit: pass its answer on
-        delay = wait if wait is not None else limits.backoff_base * (2 ** (attempt - 1)) * random.uniform(0.5, 1.5)
-        delay = min(delay, max(0.0, deadline - time.monotonic()) / 2)
-        await asyncio.sleep(delay)
+    all_headers = dict(headers or {})
+    if content is None and json_body is not None:
+        content = json.dumps(json_body, separators=(",", ":")).encode("utf-8")
+        all_headers.setdefault("content-type", "application/json")
+    try:
+        answer = await send_request(client, method, url, max_bytes=limits.max_response_bytes,
+                                    retry=retry_policy(limits), deadline=deadline, headers=all_headers,
+                                    params=dict(params) if params else None, content=content)
+    except ResponseTooLarge as exc:
+        raise GatewayHTTPError(502, "vendor_response_too_large",
+                               f"{vendor} answered with more than {exc.limit} bytes") from None
+    except (DeadlineExceeded, httpx.TimeoutException):
+        raise GatewayHTTPError(504, "vendor_timeout", f"{vendor} did not answer in time") from None
+    except httpx.HTTPError as exc:
+        raise GatewayHTTPError(502, "vendor_unreachable",
+                               f"{vendor} could not be reached ({type(exc).__name__})") from None
+    return VendorResponse(answer.status, answer.headers, answer.body, answer.attempts, answer.charset)
 
 
 def _scrub(text: str, secrets: Iterable[str | None]) -> str:
@@ -188,7 +143,7 @@ def raise_for_vendor(resp: VendorResponse, vendor: str, secrets: Iterable[str | 
                                f"the gateway's {vendor} account is out of credit; tell the gateway operator",
                                extra=extra)
     if status == 429:
-        wait = _retry_after(resp.headers)
+        wait = resp.retry_after
         raise too_many("vendor_rate_limited", f"{vendor} is rate limiting the gateway; retry later",
                        max(1, int(wait if wait is not None else 5)), vendor=vendor, vendor_status=status)
     if status in (408, 504):
