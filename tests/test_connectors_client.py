@@ -21,7 +21,7 @@ from hermes.cli.main import main
 from hermes.connectors import ALIAS_FIELD, Account, ConnectorError, inject_alias, resolve_alias, with_account
 from hermes.connectors.client import ConnectorClient
 from hermes.errors import ToolArgumentError, ToolError
-from hermes.toolgateway.connector_store import ConnectorAccount, ConnectorStore
+from hermes.toolgateway.storage.connector_store import ConnectorAccount, ConnectorStore
 from hermes.tools.connectors.hook import ConnectorDirectory, install
 from hermes.tools.registry import ToolRegistry
 

@@ -24,9 +24,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hermes.toolgateway.auth import extract_token
 from hermes.toolgateway.errors import GatewayHTTPError, json_response, unauthorized
-from hermes.toolgateway.metering import month_period, next_period_start
+from hermes.toolgateway.portal.auth import extract_token
+from hermes.toolgateway.storage.metering import month_period, next_period_start
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway
@@ -109,7 +109,7 @@ def routes(gw: Gateway) -> list[Route]:
         name = request.query_params.get("user")
         user_id = None
         if name:
-            from hermes.toolgateway.accounts import AccountError
+            from hermes.toolgateway.portal.accounts import AccountError
 
             try:
                 user_id = gw.accounts.get_user(name).id

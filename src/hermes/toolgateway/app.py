@@ -32,10 +32,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hermes.toolgateway import api, dashboard, portal
+from hermes.toolgateway import api
 from hermes.toolgateway.accesslog import AccessLogMiddleware, LogSink
 from hermes.toolgateway.config import GatewayConfig
+from hermes.toolgateway.dashboard import routes as dashboard
 from hermes.toolgateway.errors import GatewayHTTPError, json_response
+from hermes.toolgateway.portal import routes as portal
 from hermes.toolgateway.relays import KNOWN_LABELS
 from hermes.toolgateway.services import Gateway
 

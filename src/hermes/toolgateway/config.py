@@ -19,11 +19,11 @@ from typing import Any
 
 from hermes.config.paths import hermes_home
 from hermes.errors import ConfigError
-from hermes.toolgateway.browser_config import BrowserUseConfig, browser_use_config
+from hermes.toolgateway.browser.config import BrowserUseConfig, browser_use_config
 from hermes.toolgateway.configread import TableReader, read_file
-from hermes.toolgateway.sandbox_config import SandboxConfig, sandbox_config
+from hermes.toolgateway.sandbox.config import SandboxConfig, sandbox_config
+from hermes.toolgateway.storage.uploads import UploadsConfig, uploads_config
 from hermes.toolgateway.storage.urls import service_urls
-from hermes.toolgateway.uploads import UploadsConfig, uploads_config
 
 #: Coverage categories, as the client reads them from ``tool_access.coverage``.
 CATEGORIES: tuple[str, ...] = ("firecrawl", "fal", "fal-video", "openai-audio", "browser-use", "modal")

@@ -18,14 +18,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hermes.toolgateway import keys
-from hermes.toolgateway.accounts import Accounts
-from hermes.toolgateway.auth import Authenticator
 from hermes.toolgateway.config import GatewayConfig
-from hermes.toolgateway.metering import Meter
-from hermes.toolgateway.oauth import OAuth
+from hermes.toolgateway.portal import keys
+from hermes.toolgateway.portal.accounts import Accounts
+from hermes.toolgateway.portal.auth import Authenticator
+from hermes.toolgateway.portal.oauth import OAuth
 from hermes.toolgateway.storage import Limiter, open_database, open_limiter
 from hermes.toolgateway.storage.base import Database, StorageUnavailable
+from hermes.toolgateway.storage.metering import Meter
 
 if TYPE_CHECKING:
     import httpx

@@ -22,8 +22,8 @@ KNOWN_LABELS: tuple[str, ...] = ("firecrawl", "fal-queue", "krea", "openai-audio
 
 def build_relays(gateway: Gateway) -> dict[str, Relay]:
     """The relays this gateway serves, by label."""
-    from hermes.toolgateway.connectors import ConnectorAPI
     from hermes.toolgateway.relays.browser_use import BrowserUseRelay
+    from hermes.toolgateway.relays.connectors import ConnectorAPI
     from hermes.toolgateway.relays.fal_queue import FalQueueRelay
     from hermes.toolgateway.relays.firecrawl import FirecrawlRelay
     from hermes.toolgateway.relays.krea import KreaRelay
@@ -43,7 +43,7 @@ def build_relays(gateway: Gateway) -> dict[str, Relay]:
         relays.append(KreaRelay(gateway))
     if cfg.browser_use.backend != "off":  # vendor (Browser Use API) or local (a Chromium pool)
         relays.append(BrowserUseRelay(gateway))
-    if cfg.modal.backend != "off":  # local: sandboxes on this host (hermes.toolgateway.sandboxes)
+    if cfg.modal.backend != "off":  # local: sandboxes on this host (hermes.toolgateway.sandbox.engine)
         relays.append(ModalRelay(gateway))
     return {relay.label: relay for relay in relays}
 

@@ -6,7 +6,7 @@ the backend serving each. :meth:`Relay.__call__` is the ASGI app the host/prefix
 to, with the scope's ``path`` already relative to the relay. Every request goes through, in order:
 
 1. **authenticate** — token from the relay's ``token_sources``; signature, expiry, revocation, user
-   (:class:`~hermes.toolgateway.auth.Authenticator`);
+   (:class:`~hermes.toolgateway.portal.auth.Authenticator`);
 2. **route** — unknown path 404, wrong method 405;
 3. **authorize** — scope, plan expiry (402), category coverage (403);
 4. **rate limit** — token bucket keyed on ``sub:jti`` (429 + ``Retry-After``);
@@ -33,9 +33,9 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from hermes.toolgateway.auth import Principal, extract_token
 from hermes.toolgateway.errors import GatewayHTTPError, json_object, json_response, too_many
-from hermes.toolgateway.metering import QuotaExceeded, Reservation
+from hermes.toolgateway.portal.auth import Principal, extract_token
+from hermes.toolgateway.storage.metering import QuotaExceeded, Reservation
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway

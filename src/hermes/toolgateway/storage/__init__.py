@@ -55,8 +55,8 @@ def open_database(config: GatewayConfig) -> Database:
         from hermes.toolgateway.storage.postgres import PostgresDatabase
 
         return PostgresDatabase(config.database_url)
-    from hermes.toolgateway.db import connect
     from hermes.toolgateway.storage.sqlite import SQLiteDatabase
+    from hermes.toolgateway.storage.sqlite_schema import connect
 
     return SQLiteDatabase(connect(config.db_path), str(config.db_path))
 
@@ -69,6 +69,6 @@ def open_limiter(config: GatewayConfig) -> Limiter:
         from hermes.toolgateway.storage.redis_limiter import RedisRateLimiter
 
         return RedisRateLimiter(config.redis_url, rate.per_second, rate.burst)
-    from hermes.toolgateway.ratelimit import RateLimiter
+    from hermes.toolgateway.storage.ratelimit import RateLimiter
 
     return RateLimiter(rate.per_second, rate.burst)

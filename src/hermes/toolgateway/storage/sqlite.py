@@ -14,7 +14,7 @@ from hermes.toolgateway.storage.base import SQLITE, Database, Result
 
 
 class SQLiteDatabase:
-    """A gateway database in one SQLite file (see :func:`hermes.toolgateway.db.connect`)."""
+    """A gateway database in one SQLite file (see :func:`hermes.toolgateway.storage.sqlite_schema.connect`)."""
 
     dialect = SQLITE
     integrity_error: type[Exception] = sqlite3.IntegrityError

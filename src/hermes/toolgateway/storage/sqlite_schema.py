@@ -5,7 +5,7 @@ Separate from the sessions database: it has its own file and its own ordered mig
 two processes opening the file at once migrate it once). Same connection settings as the store: WAL,
 ``synchronous=NORMAL``, foreign keys, a busy timeout, autocommit mode (writers open their own
 transactions). Several gateway processes may share one file; every quota decision is a single
-atomic statement (see :mod:`hermes.toolgateway.metering`).
+atomic statement (see :mod:`hermes.toolgateway.storage.metering`).
 
 With ``database_url`` the same schema lives in PostgreSQL instead: **every migration appended here needs
 its twin in** :mod:`hermes.toolgateway.storage.pg_schema` (``tests/test_gateway_scale.py`` compares the
@@ -141,7 +141,8 @@ def m002_metering(conn: sqlite3.Connection) -> None:
 
 
 def m003_connector_accounts(conn: sqlite3.Connection) -> None:
-    """Connector accounts per user and app (``hermes.toolgateway.connector_store``); names unique among active ones."""
+    """Connector accounts per user and app (``hermes.toolgateway.storage.connector_store``); names unique among
+    active ones."""
     _run(conn, [
         """
         CREATE TABLE connector_accounts (
@@ -163,7 +164,7 @@ def m003_connector_accounts(conn: sqlite3.Connection) -> None:
 
 
 def m004_uploads(conn: sqlite3.Connection) -> None:
-    """Media uploads of the shared origin (``hermes.toolgateway.uploads``): the files live on disk."""
+    """Media uploads of the shared origin (``hermes.toolgateway.storage.uploads``): the files live on disk."""
     _run(conn, [
         """
         CREATE TABLE uploads (
@@ -186,7 +187,7 @@ def m004_uploads(conn: sqlite3.Connection) -> None:
 
 
 def m005_relay_jobs(conn: sqlite3.Connection) -> None:
-    """Who started which vendor job (``hermes.toolgateway.jobs``), shared by every gateway process."""
+    """Who started which vendor job (``hermes.toolgateway.storage.jobs``), shared by every gateway process."""
     _run(conn, [
         """
         CREATE TABLE relay_jobs (

@@ -20,8 +20,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.toolgateway.accounts import AccountError, Accounts, IssuedToken, User, grant_scope
-from hermes.toolgateway.db import secret_hash
+from hermes.toolgateway.portal.accounts import AccountError, Accounts, IssuedToken, User, grant_scope
+from hermes.toolgateway.storage.sqlite_schema import secret_hash
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 _USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"

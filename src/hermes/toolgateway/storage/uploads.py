@@ -150,7 +150,7 @@ _COLUMNS = "id, user_id, vendor, filename, content_type, ext, bytes, sha256, cre
 
 class UploadStore:
     """Upload files in ``directory`` and their rows in the gateway database (the Gateway's ``conn``; SQL
-    written once with ``?`` placeholders, as :class:`~hermes.toolgateway.metering.Meter` does)."""
+    written once with ``?`` placeholders, as :class:`~hermes.toolgateway.storage.metering.Meter` does)."""
 
     def __init__(self, conn: Database | sqlite3.Connection, directory: Path) -> None:
         self.conn = as_database(conn)
