@@ -18,7 +18,7 @@ from fakes.vendors import FakeFirecrawl, ServerThread
 from fakes.vendors.harness import GatewayHarness
 from hermes.toolgateway.storage.metering import Meter, QuotaExceeded, month_period, next_period_start
 from hermes.toolgateway.storage.ratelimit import RateLimiter
-from hermes.toolgateway.storage.sqlite_schema import connect
+from hermes.toolgateway.storage.sqlite import connect
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -93,7 +93,7 @@ _WORKER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {src!r})
     from pathlib import Path
-    from hermes.toolgateway.storage.sqlite_schema import connect
+    from hermes.toolgateway.storage.sqlite import connect
     from hermes.toolgateway.storage.metering import Meter, QuotaExceeded
     conn = connect(Path({db!r}))
     meter = Meter(conn)

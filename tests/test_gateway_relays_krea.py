@@ -28,8 +28,7 @@ from hermes.toolgateway.app import create_app
 from hermes.toolgateway.relays.krea import KreaRelay
 from hermes.toolgateway.services import Gateway
 from hermes.toolgateway.storage.jobs import JobTable
-from hermes.toolgateway.storage.sqlite import SQLiteDatabase
-from hermes.toolgateway.storage.sqlite_schema import connect
+from hermes.toolgateway.storage.sqlite import SQLiteDatabase, connect
 from hermes.tools.image import backends
 from hermes.tools.registry import registry
 from hermes.vendors.base import RetryPolicy

@@ -274,7 +274,7 @@ def test_config_keys_flags_and_environment(tmp_path: Path) -> None:
 
 # -- one schema, one set of answers on both engines -----------------------------------------------------------
 def test_postgres_schema_mirrors_the_sqlite_one(tmp_path: Path, postgres_server: PostgresServer) -> None:
-    from hermes.toolgateway.storage.sqlite_schema import connect
+    from hermes.toolgateway.storage.sqlite import connect
 
     lite = connect(tmp_path / "g.db")
     tables = [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table' "

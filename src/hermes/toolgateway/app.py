@@ -36,10 +36,11 @@ from hermes.toolgateway import api
 from hermes.toolgateway.accesslog import AccessLogMiddleware, LogSink
 from hermes.toolgateway.config import GatewayConfig
 from hermes.toolgateway.dashboard import routes as dashboard
-from hermes.toolgateway.errors import GatewayHTTPError, json_response
+from hermes.toolgateway.errors import GatewayHTTPError, json_response, refusal
 from hermes.toolgateway.portal import routes as portal
 from hermes.toolgateway.relays import KNOWN_LABELS
 from hermes.toolgateway.services import Gateway
+from hermes.toolgateway.storage.base import StorageError
 
 RELAY_PREFIX = "/relay/"
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
@@ -120,8 +121,8 @@ class RelayRouter:
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, GatewayHTTPError)
-    return exc.response()
+    assert isinstance(exc, (GatewayHTTPError, StorageError))
+    return refusal(exc).response()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -148,7 +149,8 @@ def create_app(config: GatewayConfig, *, gateway: Gateway | None = None) -> Star
         routes=[*api.routes(gw), *portal.routes(gw), *dashboard.routes(gw)],
         middleware=[Middleware(AccessLogMiddleware, sink=sink),
                     Middleware(RelayRouter, gateway=gw)],
-        exception_handlers={GatewayHTTPError: _gateway_error, HTTPException: _http_error},
+        exception_handlers={GatewayHTTPError: _gateway_error, StorageError: _gateway_error,
+                            HTTPException: _http_error},
         lifespan=lifespan,
     )
     app.state.gateway = gw

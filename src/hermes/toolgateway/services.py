@@ -47,7 +47,7 @@ class Gateway:
         self._http: httpx.AsyncClient | None = None
         self.admin_token = ""
         self.relays: dict[str, Relay] = {}
-        self.limiter: Limiter = open_limiter(config)
+        self.limiter: Limiter = open_limiter(config.redis_url, config.rate_limit.per_second, config.rate_limit.burst)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def open(self) -> Gateway:
@@ -55,7 +55,7 @@ class Gateway:
         if self._conn is None:
             secret = keys.signing_secret(self.config.secret_path)
             self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
-            self._conn = open_database(self.config)
+            self._conn = open_database(self.config.database_url, self.config.db_path)
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
             self._oauth = OAuth(self._accounts)
             self._auth = Authenticator(self._accounts, self.clock)

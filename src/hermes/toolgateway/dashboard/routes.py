@@ -37,9 +37,10 @@ from hermes.toolgateway.api import usage_window
 from hermes.toolgateway.dashboard.chart import day_range
 from hermes.toolgateway.dashboard.pages import Report, document, report_body, signin_form, user_filter, user_table
 from hermes.toolgateway.dashboard.session import ADMIN_TTL, USER_TTL, Refusal, Session, Sessions
-from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.errors import GatewayHTTPError, refusal
 from hermes.toolgateway.portal.accounts import AccountError, User
 from hermes.toolgateway.portal.routes import read_form
+from hermes.toolgateway.storage.base import StorageError
 from hermes.toolgateway.storage.metering import month_period, next_period_start
 
 if TYPE_CHECKING:
@@ -244,8 +245,9 @@ class Dashboard:
             return self._start(request, user, None)
         try:
             principal = self.gw.auth.authenticate(secret)
-        except GatewayHTTPError as exc:
-            return self.signin(request, USER, f"That token was refused: {exc.message}", exc.status)
+        except (GatewayHTTPError, StorageError) as exc:
+            refused = refusal(exc)
+            return self.signin(request, USER, f"That token was refused: {refused.message}", refused.status)
         return self._start(request, principal.user, principal.jti)
 
     async def user_signout(self, request: Request) -> Response:

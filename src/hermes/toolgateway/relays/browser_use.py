@@ -45,9 +45,10 @@ from starlette.websockets import WebSocket
 
 from hermes.toolgateway.browser.cdpproxy import open_client, relay_cdp
 from hermes.toolgateway.browser.pool import BrowserPool, BrowserSession
-from hermes.toolgateway.errors import GatewayHTTPError, json_object
+from hermes.toolgateway.errors import GatewayHTTPError, json_object, refusal
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
+from hermes.toolgateway.storage.base import StorageError
 from hermes.toolgateway.storage.jobs import JobTable
 
 if TYPE_CHECKING:
@@ -260,8 +261,8 @@ class BrowserUseRelay(Relay):
         ws = WebSocket(scope, receive, send)
         try:
             session = self._cdp_session(scope)
-        except GatewayHTTPError as exc:
-            await _deny(ws, scope, exc)
+        except (GatewayHTTPError, StorageError) as exc:
+            await _deny(ws, scope, refusal(exc))
             return
         session.connections += 1  # counted before any await: concurrent connects cannot all pass the check
         try:

@@ -41,11 +41,12 @@ from starlette.datastructures import Headers
 from starlette.responses import FileResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from hermes.toolgateway.errors import GatewayHTTPError, json_response, too_many
+from hermes.toolgateway.errors import GatewayHTTPError, json_response, refusal, too_many
 from hermes.toolgateway.portal.auth import Principal, extract_token
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.openai_audio import parse_multipart
 from hermes.toolgateway.relays.tool_images import ImagesAPI, edit_units, generation_units
+from hermes.toolgateway.storage.base import StorageError
 from hermes.toolgateway.storage.uploads import (
     ID_PATTERN,
     UPLOAD_VENDORS,
@@ -165,8 +166,8 @@ class ToolOriginRelay(Relay):
                                        f"only: POST {UPLOADS}/{{vendor}}")
             else:
                 raise GatewayHTTPError(404, "not_found", f"the shared origin has no {path} endpoint")
-        except GatewayHTTPError as exc:
-            response = exc.response()
+        except (GatewayHTTPError, StorageError) as exc:
+            response = refusal(exc).response()
         await response(scope, receive, send)
 
     # -- uploads -------------------------------------------------------------------------------------
