@@ -223,12 +223,13 @@ def test_backend_off(tmp_path: Path) -> None:
     side, gateway = Gateway(config).open(), Gateway(config)
     try:
         token = side.accounts.issue_access_token(side.accounts.add_user("alice", "paid"), ttl=600).token
-        with ServerThread(create_app(config, gateway=gateway), lifespan="on") as server:
+        app = create_app(config, gateway=gateway)
+        with ServerThread(app, lifespan="on") as server:
             url = f"{server.url}/relay/krea{GENERATE}/medium"
             headers = {"authorization": f"Bearer {token}"}
             absent = httpx.post(url, json=BODY, headers=headers, timeout=30)
             assert absent.status_code == 404 and absent.json()["code"] == "relay_not_available"
-            gateway.relays["krea"] = KreaRelay(gateway)  # mounted anyway: the operations say so
+            app.state.relays["krea"] = KreaRelay(gateway)  # mounted anyway: the operations say so
             off = httpx.post(url, json=BODY, headers=headers, timeout=30)
             assert off.status_code == 503 and off.json()["code"] == "backend_not_configured"
     finally:

@@ -2,8 +2,13 @@
 
 Implemented: ``firecrawl`` (:mod:`.firecrawl`), ``openai-audio`` (:mod:`.openai_audio`), ``fal-queue``
 (:mod:`.fal_queue`), ``krea`` (:mod:`.krea`), ``tool`` (the shared origin, :mod:`.tool_origin`),
-``browser-use`` (:mod:`.browser_use`), ``modal`` (:mod:`.modal`, sandboxes on the gateway host). A label
-whose backend is ``off`` answers 404 ``relay_not_available``.
+``browser-use`` (:mod:`.browser_use`), ``modal`` (:mod:`.modal`, sandboxes on the gateway host), and
+``connector`` (:mod:`.connectors`, the connector-accounts API). A label whose backend is ``off`` answers 404
+``relay_not_available``.
+
+:func:`build_relays` makes the table the app's lifespan hands to its router; each relay takes the shared
+resources (:class:`~hermes.toolgateway.services.Gateway`) and nothing else: no relay builds another or
+imports this module.
 """
 
 from __future__ import annotations
