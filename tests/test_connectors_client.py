@@ -22,7 +22,7 @@ from hermes.connectors import ALIAS_FIELD, Account, ConnectorError, inject_alias
 from hermes.connectors.client import ConnectorClient
 from hermes.connectors.directory import ConnectorDirectory
 from hermes.errors import ToolArgumentError, ToolError
-from hermes.toolgateway.connector_store import ConnectorAccount, ConnectorStore
+from hermes.toolgateway.storage.connector_store import ConnectorAccount, ConnectorStore
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.session import SessionContext, ToolSession
 

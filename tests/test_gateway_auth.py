@@ -16,7 +16,7 @@ import pytest
 
 from fakes.vendors import FakeFirecrawl, ServerThread
 from fakes.vendors.harness import GatewayHarness
-from hermes.toolgateway import jwt
+from hermes.toolgateway.portal import jwt
 
 SEARCH = "/relay/firecrawl/v2/search"
 

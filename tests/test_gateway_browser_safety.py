@@ -114,7 +114,7 @@ def test_pooled_chromium_opens_no_tcp_listener(gw: GatewayHarness) -> None:
 
 
 def no_listener(gw: GatewayHarness, session: dict[str, Any]) -> None:
-    pooled = gw.app.state.gateway.relays["browser-use"].pool.sessions[session["id"]]
+    pooled = gw.app.state.relays["browser-use"].pool.sessions[session["id"]]
 
     assert "HeadlessChrome" in asyncio.run(user_agent(session["cdpUrl"]))
     processes = live_group(pooled.pid)
@@ -147,7 +147,7 @@ def test_pooled_chromium_runs_as_the_run_as_user(gw: GatewayHarness) -> None:
     uid = pwd.getpwnam("nobody").pw_uid if AS_ROOT else os.getuid()
     session = create(gw, gw.token("alice"))
     try:
-        pooled = gw.app.state.gateway.relays["browser-use"].pool.sessions[session["id"]]
+        pooled = gw.app.state.relays["browser-use"].pool.sessions[session["id"]]
         assert "HeadlessChrome" in asyncio.run(user_agent(session["cdpUrl"]))  # a renderer runs too
         processes = live_group(pooled.pid)
         assert len(processes) > 1
@@ -218,7 +218,7 @@ def test_clients_share_a_pipe_without_seeing_each_other(gw: GatewayHarness) -> N
 def test_concurrent_connects_respect_the_connection_limit(gw: GatewayHarness) -> None:
     session = create(gw, gw.token("alice"))
     try:
-        connection_limit(session, gw.app.state.gateway.relays["browser-use"].pool.sessions[session["id"]])
+        connection_limit(session, gw.app.state.relays["browser-use"].pool.sessions[session["id"]])
     finally:
         stop(gw, gw.token("alice"), session["id"])
 

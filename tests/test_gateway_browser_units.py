@@ -21,12 +21,12 @@ import pytest
 
 from hermes.errors import ConfigError
 from hermes.net.safefetch import FetchPolicy
-from hermes.toolgateway.browserfence import NetworkFence
-from hermes.toolgateway.browserpool import BrowserPool, chromium_argv
-from hermes.toolgateway.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed
-from hermes.toolgateway.cdpproxy import screen, url_allowed
+from hermes.toolgateway.browser.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed
+from hermes.toolgateway.browser.cdpproxy import screen, url_allowed
+from hermes.toolgateway.browser.fence import NetworkFence
+from hermes.toolgateway.browser.pool import BrowserPool, chromium_argv
 from hermes.toolgateway.config import load_config
-from hermes.toolgateway.sandbox_proc import Identity
+from hermes.toolgateway.sandbox.proc import Identity
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -66,7 +66,7 @@ def units(gw: GatewayHarness, name: str, operation: str) -> list[tuple[int, int]
 
 
 def pool_session(gw: GatewayHarness, session_id: str) -> Any:
-    return gw.app.state.gateway.relays["browser-use"].pool.sessions.get(session_id)
+    return gw.app.state.relays["browser-use"].pool.sessions.get(session_id)
 
 
 async def page_title(url: str, page: str) -> str:
@@ -195,7 +195,7 @@ def test_release_closes_open_sockets_and_pool_limits(gw: GatewayHarness) -> None
 
     assert "result" in asyncio.run(by_host())
     # loopback is allowed on this gateway, but never the fence itself (the browsers open no DevTools port)
-    fence = gw.app.state.gateway.relays["browser-use"].pool.fence.port
+    fence = gw.app.state.relays["browser-use"].pool.fence.port
     error = asyncio.run(navigation_error(first.json()["cdpUrl"], f"http://127.0.0.1:{fence}/"))
     assert error.startswith("net::ERR_"), error
     full = create(gw, carol)

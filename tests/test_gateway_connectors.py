@@ -17,7 +17,7 @@ import pytest
 
 from fakes.vendors.harness import GatewayHarness
 from hermes.cli.main import main
-from hermes.toolgateway.connector_store import ConnectorAccount, ConnectorStore
+from hermes.toolgateway.storage.connector_store import ConnectorAccount, ConnectorStore
 
 API = "/v1/connectors"
 

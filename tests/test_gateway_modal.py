@@ -24,10 +24,10 @@ import pytest
 from fakes.vendors.harness import GatewayHarness
 from hermes.errors import ConfigError
 from hermes.toolgateway.config import load_config
-from hermes.toolgateway.sandbox_config import SandboxConfig
-from hermes.toolgateway.sandbox_fs import SandboxFS
-from hermes.toolgateway.sandbox_proc import CappedOutput, ExecProcess, Rlimits
-from hermes.toolgateway.sandboxes import resolve_identity
+from hermes.toolgateway.sandbox.config import SandboxConfig
+from hermes.toolgateway.sandbox.engine import resolve_identity
+from hermes.toolgateway.sandbox.fs import SandboxFS
+from hermes.toolgateway.sandbox.proc import CappedOutput, ExecProcess, Rlimits
 
 AS_ROOT = os.geteuid() == 0
 ADMIN_TOKEN = "admin-token-that-must-stay-secret"

@@ -20,11 +20,11 @@ import pytest
 from fakes.vendors.harness import GatewayHarness
 from hermes.errors import ConfigError
 from hermes.toolgateway.config import load_config
-from hermes.toolgateway.sandbox_config import SandboxConfig
-from hermes.toolgateway.sandbox_fs import SandboxFS, child_dir, open_dir
-from hermes.toolgateway.sandbox_proc import CappedOutput, ExecProcess, Identity, Rlimits
-from hermes.toolgateway.sandbox_store import Exec, ExecSpec, OutputBudget
-from hermes.toolgateway.sandboxes import resolve_identity
+from hermes.toolgateway.sandbox.config import SandboxConfig
+from hermes.toolgateway.sandbox.engine import resolve_identity
+from hermes.toolgateway.sandbox.fs import SandboxFS, child_dir, open_dir
+from hermes.toolgateway.sandbox.proc import CappedOutput, ExecProcess, Identity, Rlimits
+from hermes.toolgateway.sandbox.store import Exec, ExecSpec, OutputBudget
 from test_gateway_modal import AS_ROOT, Client
 
 CAP = 4096  # max_output_bytes

@@ -16,9 +16,9 @@ import pytest
 
 from fakes.vendors import FakeFirecrawl, ServerThread
 from fakes.vendors.harness import GatewayHarness
-from hermes.toolgateway.db import connect
-from hermes.toolgateway.metering import Meter, QuotaExceeded, month_period, next_period_start
-from hermes.toolgateway.ratelimit import RateLimiter
+from hermes.toolgateway.storage.metering import Meter, QuotaExceeded, month_period, next_period_start
+from hermes.toolgateway.storage.ratelimit import RateLimiter
+from hermes.toolgateway.storage.sqlite import connect
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -93,8 +93,8 @@ _WORKER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {src!r})
     from pathlib import Path
-    from hermes.toolgateway.db import connect
-    from hermes.toolgateway.metering import Meter, QuotaExceeded
+    from hermes.toolgateway.storage.sqlite import connect
+    from hermes.toolgateway.storage.metering import Meter, QuotaExceeded
     conn = connect(Path({db!r}))
     meter = Meter(conn)
     while time.time() < {start}:

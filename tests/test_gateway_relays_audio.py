@@ -21,7 +21,7 @@ from fakes.vendors import ServerThread
 from fakes.vendors.harness import GatewayHarness
 from fakes.vendors.openai_audio import FAKE_AUDIO, FakeOpenAIAudio
 from hermes.toolgateway.config import load_config
-from hermes.toolgateway.metering import month_period
+from hermes.toolgateway.storage.metering import month_period
 from hermes.tools.registry import registry
 
 OPERATOR_KEY = "sk-operator-secret"

@@ -25,11 +25,10 @@ from fakes.vendors.fal import FakeFal
 from fakes.vendors.harness import GatewayHarness, gateway_config
 from fakes.vendors.krea import FakeKrea
 from hermes.toolgateway.app import create_app
-from hermes.toolgateway.db import connect
-from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.krea import KreaRelay
 from hermes.toolgateway.services import Gateway
-from hermes.toolgateway.storage.sqlite import SQLiteDatabase
+from hermes.toolgateway.storage.jobs import JobTable
+from hermes.toolgateway.storage.sqlite import SQLiteDatabase, connect
 from hermes.tools.image import backends
 from hermes.tools.registry import registry
 from hermes.vendors.base import RetryPolicy
@@ -224,12 +223,13 @@ def test_backend_off(tmp_path: Path) -> None:
     side, gateway = Gateway(config).open(), Gateway(config)
     try:
         token = side.accounts.issue_access_token(side.accounts.add_user("alice", "paid"), ttl=600).token
-        with ServerThread(create_app(config, gateway=gateway), lifespan="on") as server:
+        app = create_app(config, gateway=gateway)
+        with ServerThread(app, lifespan="on") as server:
             url = f"{server.url}/relay/krea{GENERATE}/medium"
             headers = {"authorization": f"Bearer {token}"}
             absent = httpx.post(url, json=BODY, headers=headers, timeout=30)
             assert absent.status_code == 404 and absent.json()["code"] == "relay_not_available"
-            gateway.relays["krea"] = KreaRelay(gateway)  # mounted anyway: the operations say so
+            app.state.relays["krea"] = KreaRelay(gateway)  # mounted anyway: the operations say so
             off = httpx.post(url, json=BODY, headers=headers, timeout=30)
             assert off.status_code == 503 and off.json()["code"] == "backend_not_configured"
     finally:

@@ -274,7 +274,7 @@ def test_config_keys_flags_and_environment(tmp_path: Path) -> None:
 
 # -- one schema, one set of answers on both engines -----------------------------------------------------------
 def test_postgres_schema_mirrors_the_sqlite_one(tmp_path: Path, postgres_server: PostgresServer) -> None:
-    from hermes.toolgateway.db import connect
+    from hermes.toolgateway.storage.sqlite import connect
 
     lite = connect(tmp_path / "g.db")
     tables = [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
@@ -302,7 +302,7 @@ def test_postgres_schema_mirrors_the_sqlite_one(tmp_path: Path, postgres_server:
 
 
 def test_meter_answers_the_same_on_both_engines(tmp_path: Path, postgres_server: PostgresServer) -> None:
-    from hermes.toolgateway.metering import Meter, QuotaExceeded
+    from hermes.toolgateway.storage.metering import Meter, QuotaExceeded
 
     answers = []
     for overrides in ({"database": str(tmp_path / "g.db")}, {"database_url": postgres_server.database()}):
@@ -336,8 +336,8 @@ def test_job_ownership_is_shared_through_postgresql(tmp_path: Path, postgres_ser
     """A FAL/Krea job started on one process can be polled on another; nobody can take it over."""
     import asyncio
 
-    from hermes.toolgateway.jobs import JobTable
     from hermes.toolgateway.services import Gateway
+    from hermes.toolgateway.storage.jobs import JobTable
 
     url = postgres_server.database()
     one = Gateway(load_config(None, overrides={"database_url": url}, env={}, home=tmp_path)).open()

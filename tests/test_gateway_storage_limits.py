@@ -12,7 +12,7 @@ from pathlib import Path
 from hermes.toolgateway.config import load_config
 from hermes.toolgateway.services import Gateway
 from hermes.toolgateway.storage.postgres import PostgresDatabase
-from hermes.toolgateway.uploads import StorageFull, UploadStore, new_upload_id
+from hermes.toolgateway.storage.uploads import StorageFull, UploadStore, new_upload_id
 from pg_redis import PostgresServer
 
 

@@ -9,10 +9,10 @@ import pytest
 
 from hermes.errors import ConfigError
 from hermes.net.html2md import html_to_markdown
-from hermes.toolgateway import jwt, keys
 from hermes.toolgateway.accesslog import redact_query
 from hermes.toolgateway.app import relay_label_for_host
 from hermes.toolgateway.config import load_config
+from hermes.toolgateway.portal import jwt, keys
 
 SECRET = b"0123456789abcdef0123456789abcdef"
 

@@ -45,7 +45,7 @@ def run(gw: Gateway, args: argparse.Namespace) -> int:
     import json
 
     from hermes.errors import HermesError
-    from hermes.toolgateway.connector_store import ConnectorStore, ConnectorStoreError
+    from hermes.toolgateway.storage.connector_store import ConnectorStore, ConnectorStoreError
 
     store = ConnectorStore(gw.conn, gw.clock)
     if args.connectors_command == "add":

@@ -176,7 +176,7 @@ def _users(gw: Gateway, args: argparse.Namespace) -> int:
 def _tokens(gw: Gateway, args: argparse.Namespace) -> int:
     import json
 
-    from hermes.toolgateway.accounts import DEFAULT_CLI_SCOPE
+    from hermes.toolgateway.portal.accounts import DEFAULT_CLI_SCOPE
 
     acc = gw.accounts
     cmd = args.tokens_command
@@ -230,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         if args.gw_command == "device":
             user = gw.accounts.get_user(args.name)
             if not gw.oauth.decide(args.user_code, user, True):
-                from hermes.toolgateway.accounts import AccountError
+                from hermes.toolgateway.portal.accounts import AccountError
 
                 raise AccountError(f"no pending login with code {args.user_code}")
             print(f"approved {args.user_code} for {user.name}")

@@ -1,7 +1,7 @@
 """The naming rule of connector accounts and the sentences people see about names (SPEC GW-12).
 
 Shared by the client (``hermes connectors``, the agent's ``connector_accounts`` tool) and the gateway
-server (:mod:`hermes.toolgateway.connector_store`), so both refuse the same names with the same words.
+server (:mod:`hermes.toolgateway.storage.connector_store`), so both refuse the same names with the same words.
 
 * An account name is 1–32 characters of ``a-z``, ``0-9`` and ``-``, starting with a letter or a digit.
 * An app (connector) id is 1–64 characters of ``a-z``, ``0-9``, ``-`` and ``_``, starting with a letter or

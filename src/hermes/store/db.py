@@ -1,9 +1,11 @@
-"""Opening the hermes SQLite database: connection settings and migrations.
+"""Opening hermes's SQLite files: connection settings and migrations.
 
-:func:`connect` is the only place a store connection is made, so every part of hermes (sessions now;
-memory, cron and kanban later) sees the same pragmas: WAL journal, ``synchronous=NORMAL``, foreign
-keys on, a busy timeout, and a connection usable from worker threads (callers serialise their own
-use of it with a lock).
+:func:`open_sqlite` is the only place a SQLite connection is made — the sessions store's
+(:func:`connect`, ``HERMES_HOME/state.db``) and the gateway server's own database
+(:mod:`hermes.toolgateway.storage.sqlite`) — so every part of hermes sees the same pragmas: WAL journal,
+``synchronous=NORMAL``, foreign keys on, a busy timeout, and a connection usable from worker threads
+(callers serialise their own use of it with a lock). Each caller brings its own migrations and busy
+timeout.
 """
 
 from __future__ import annotations
@@ -11,52 +13,65 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from hermes.errors import HermesError, StoreError
-from hermes.store.migrations import migrate
+from hermes.store.migrations import MIGRATIONS, Migration, migrate
 
 #: How long a statement waits for another writer's lock before failing, in milliseconds.
 BUSY_TIMEOUT_MS = 5000
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the database at ``path`` and bring its schema up to date.
+def open_sqlite(path: Path, migrations: Sequence[Migration], *, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                name: str = "database") -> sqlite3.Connection:
+    """Open (creating if needed) the SQLite file at ``path`` with hermes's settings and apply ``migrations``.
 
-    The connection is in autocommit mode (``isolation_level=None``): writers open their own
-    transactions with ``BEGIN IMMEDIATE``. Rows come back as :class:`sqlite3.Row`.
-    Raises :class:`~hermes.errors.StoreError` when the file cannot be opened or migrated.
+    The one opener of every hermes SQLite file (the sessions store here, the gateway's own database in
+    :mod:`hermes.toolgateway.storage.sqlite`): WAL journal, ``synchronous=NORMAL``, foreign keys on, a busy
+    timeout of ``busy_timeout_ms`` (also the driver's lock wait), rows as :class:`sqlite3.Row`, autocommit
+    mode (``isolation_level=None``: writers open their own ``BEGIN IMMEDIATE`` transactions) and usable from
+    any thread. Raises :class:`~hermes.errors.StoreError` naming ``name`` and ``path`` when the file cannot be
+    opened or migrated.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StoreError(f"cannot create the folder for the database {path}: {exc}") from exc
+        raise StoreError(f"cannot create the folder for the {name} {path}: {exc}") from exc
     try:
         conn = sqlite3.connect(
             str(path),
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_timeout_ms / 1000,
             isolation_level=None,
             check_same_thread=False,
         )
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the database {path}: {exc}") from exc
+        raise StoreError(f"cannot open the {name} {path}: {exc}") from exc
     try:
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms:d}")
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        migrate(conn)
+        migrate(conn, migrations)
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(f"cannot prepare the database {path}: {exc}") from exc
+        raise StoreError(f"cannot prepare the {name} {path}: {exc}") from exc
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) the hermes database at ``path`` and bring its schema up to date.
+
+    :func:`open_sqlite` with the store's migrations and :data:`BUSY_TIMEOUT_MS`.
+    Raises :class:`~hermes.errors.StoreError` when the file cannot be opened or migrated.
+    """
+    return open_sqlite(path, MIGRATIONS)
 
 
 class SQLiteStore:

@@ -3,29 +3,27 @@
 One ASGI process (Starlette, run by uvicorn) on one port serves:
 
 * the **portal** — device-code login, token refresh with rotation, the account endpoint, an approval
-  page (:mod:`.portal`, :mod:`.oauth`);
+  page (:mod:`.portal`);
 * **relays** per vendor label, reachable by ``Host: {label}-gateway.<domain>`` or under
   ``/relay/{label}`` for pinned origins (:mod:`.app`, :mod:`.relays`);
-* **metering and quotas** in SQLite (:mod:`.metering`), a per-token rate limit (:mod:`.ratelimit`),
-  usage views (:mod:`.api`).
+* **metering and quotas** in the database (:mod:`.storage.metering`), a per-token rate limit
+  (:mod:`.storage.ratelimit`), usage views (:mod:`.api`, :mod:`.dashboard`).
 
 Layout of the package (each module documents its part)::
 
-    config      GatewayConfig from a TOML/YAML file and flags
-    keys        signing secret and admin token files (0600, created once)
-    jwt         HS256 sign/verify
-    db          gateway.db: connection and ordered migrations
-    accounts    users, plans, access tokens, claims, revocation
-    oauth       device codes, refresh rotation with reuse detection, login links
-    auth        token → Principal; entitlement checks
-    metering    atomic quota reservation, usage log, summaries
-    ratelimit   token buckets keyed on the verified credential
-    services    Gateway: the process's resources
-    app         create_app, host/prefix routing
-    portal, api HTTP endpoints;  openapi: the schema;  accesslog: JSON access lines
-    relays/     base (pipeline), vendor (retries, error mapping), firecrawl
-    safefetch   SSRF-safe page fetching;  html2md: HTML → Markdown
+    app         create_app, host/prefix routing; the lifespan builds the relay table
+    services    Gateway: the process's shared resources (it builds no relay)
+    config      GatewayConfig from a TOML/YAML file and flags (configread: the file and its tables)
+    errors      the JSON error shape; storage errors become 503/400 here
+    api         health, readiness, usage;  openapi: the schema;  accesslog: JSON access lines
     server      uvicorn runner
+    relays/     base (pipeline), vendor (retries, error mapping), one module per label, connectors
+    portal/     accounts, oauth, auth, jwt, keys (users, tokens, device login); routes (endpoints)
+    dashboard/  usage pages: routes, session, pages, chart
+    browser/    the local Chromium pool behind a fenced CDP proxy
+    sandbox/    the local sandbox engine of the modal relay
+    storage/    SQLite | PostgreSQL, rate limiters, and the stores: metering, jobs, connector accounts,
+                uploads (imports nothing of the layers above)
 
 The package shares ``hermes.config`` (and later ``hermes.vendors``) with the client, nothing of the
 agent. Heavy imports (starlette, httpx, uvicorn) load only when the server or its CLI runs.

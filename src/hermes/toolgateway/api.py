@@ -18,17 +18,19 @@ import calendar
 import hmac
 import re
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from hermes.toolgateway.auth import extract_token
 from hermes.toolgateway.errors import GatewayHTTPError, json_response, unauthorized
-from hermes.toolgateway.metering import month_period, next_period_start
+from hermes.toolgateway.portal.auth import extract_token
+from hermes.toolgateway.storage.metering import month_period, next_period_start
 
 if TYPE_CHECKING:
+    from hermes.toolgateway.relays.base import Relay
     from hermes.toolgateway.services import Gateway
 
 _PERIOD = re.compile(r"^(\d{4})-(\d{2})$")
@@ -66,8 +68,8 @@ def require_admin(gw: Gateway, request: Request) -> None:
     request.scope.setdefault("state", {})["gw_user"] = "admin"
 
 
-def routes(gw: Gateway) -> list[Route]:
-    """Health, OpenAPI and usage routes bound to ``gw``."""
+def routes(gw: Gateway, relays: Mapping[str, Relay]) -> list[Route]:
+    """Health, OpenAPI and usage routes bound to ``gw``; ``/readyz`` describes ``relays`` (the app's table)."""
 
     async def healthz(request: Request) -> Response:
         return json_response({"status": "ok"})
@@ -76,7 +78,7 @@ def routes(gw: Gateway) -> list[Route]:
         problem = gw.unready_reason()
         if problem is not None:
             return json_response({"status": "unavailable", "error": problem}, 503)
-        return json_response({"status": "ready", "relays": [r.describe() for r in gw.relays.values()]})
+        return json_response({"status": "ready", "relays": [r.describe() for r in relays.values()]})
 
     async def openapi(request: Request) -> Response:
         from hermes.toolgateway.openapi import schema
@@ -109,7 +111,7 @@ def routes(gw: Gateway) -> list[Route]:
         name = request.query_params.get("user")
         user_id = None
         if name:
-            from hermes.toolgateway.accounts import AccountError
+            from hermes.toolgateway.portal.accounts import AccountError
 
             try:
                 user_id = gw.accounts.get_user(name).id

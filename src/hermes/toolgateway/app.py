@@ -21,7 +21,7 @@ A label without a relay yet answers 404 ``relay_not_available``.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,12 +32,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hermes.toolgateway import api, dashboard, portal
+from hermes.toolgateway import api
 from hermes.toolgateway.accesslog import AccessLogMiddleware, LogSink
 from hermes.toolgateway.config import GatewayConfig
-from hermes.toolgateway.errors import GatewayHTTPError, json_response
-from hermes.toolgateway.relays import KNOWN_LABELS
+from hermes.toolgateway.dashboard import routes as dashboard
+from hermes.toolgateway.errors import GatewayHTTPError, json_response, refusal
+from hermes.toolgateway.portal import routes as portal
+from hermes.toolgateway.relays import KNOWN_LABELS, build_relays
+from hermes.toolgateway.relays.base import Relay
 from hermes.toolgateway.services import Gateway
+from hermes.toolgateway.storage.base import StorageError
 
 RELAY_PREFIX = "/relay/"
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$")
@@ -61,12 +65,15 @@ def relay_label_for_host(host_header: str, domain: str) -> str | None:
 
 
 class RelayRouter:
-    """Pure ASGI: sends relay hosts and ``/relay/{label}/…`` paths to the relays, the rest on."""
+    """Pure ASGI: sends relay hosts and ``/relay/{label}/…`` paths to the relays, the rest on.
 
-    def __init__(self, app: ASGIApp, gateway: Gateway) -> None:
+    ``relays`` is the app's relay table, by label: filled by the lifespan when the resources are open.
+    """
+
+    def __init__(self, app: ASGIApp, relays: Mapping[str, Relay], domain: str) -> None:
         self.app = app
-        self.gateway = gateway
-        self.domain = gateway.config.domain
+        self.relays = relays
+        self.domain = domain
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -100,7 +107,7 @@ class RelayRouter:
         await self.app(scope, receive, send)
 
     async def _relay(self, label: str, scope: Scope, receive: Receive, send: Send) -> None:
-        relay = self.gateway.relays.get(label)
+        relay = self.relays.get(label)
         websocket = getattr(relay, "websocket", None) if scope["type"] == "websocket" else None
         if websocket is not None:  # relays that take WebSockets (browser-use's CDP proxy) have a websocket()
             await websocket(scope, receive, send)
@@ -118,8 +125,8 @@ class RelayRouter:
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, GatewayHTTPError)
-    return exc.response()
+    assert isinstance(exc, (GatewayHTTPError, StorageError))
+    return refusal(exc).response()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -129,25 +136,36 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 def create_app(config: GatewayConfig, *, gateway: Gateway | None = None) -> Starlette:
-    """The ASGI app for ``config``; resources open in its lifespan and close after in-flight requests."""
+    """The ASGI app for ``config``; resources open in its lifespan and close after in-flight requests.
+
+    The lifespan opens the shared resources (:class:`~hermes.toolgateway.services.Gateway`), then builds
+    the relay table (:func:`~hermes.toolgateway.relays.build_relays`) the router and ``/readyz`` read
+    (``app.state.relays``); on shutdown the relays close first, then the resources.
+    """
     gw = gateway or Gateway(config)
     sink = LogSink(config.access_log)
+    relays: dict[str, Relay] = {}
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         await gw.start()
         try:
+            relays.update(build_relays(gw))
             yield {}
         finally:
+            for relay in relays.values():
+                await relay.aclose()
             await gw.close()
             sink.close()
 
     app = Starlette(
-        routes=[*api.routes(gw), *portal.routes(gw), *dashboard.routes(gw)],
+        routes=[*api.routes(gw, relays), *portal.routes(gw), *dashboard.routes(gw)],
         middleware=[Middleware(AccessLogMiddleware, sink=sink),
-                    Middleware(RelayRouter, gateway=gw)],
-        exception_handlers={GatewayHTTPError: _gateway_error, HTTPException: _http_error},
+                    Middleware(RelayRouter, relays=relays, domain=config.domain)],
+        exception_handlers={GatewayHTTPError: _gateway_error, StorageError: _gateway_error,
+                            HTTPException: _http_error},
         lifespan=lifespan,
     )
     app.state.gateway = gw
+    app.state.relays = relays
     return app

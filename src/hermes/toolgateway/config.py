@@ -19,11 +19,10 @@ from typing import Any
 
 from hermes.config.paths import hermes_home
 from hermes.errors import ConfigError
-from hermes.toolgateway.browser_config import BrowserUseConfig, browser_use_config
+from hermes.toolgateway.browser.config import BrowserUseConfig, browser_use_config
 from hermes.toolgateway.configread import TableReader, read_file
-from hermes.toolgateway.sandbox_config import SandboxConfig, sandbox_config
+from hermes.toolgateway.sandbox.config import SandboxConfig, sandbox_config
 from hermes.toolgateway.storage.urls import service_urls
-from hermes.toolgateway.uploads import UploadsConfig, uploads_config
 
 #: Coverage categories, as the client reads them from ``tool_access.coverage``.
 CATEGORIES: tuple[str, ...] = ("firecrawl", "fal", "fal-video", "openai-audio", "browser-use", "modal")
@@ -121,6 +120,37 @@ class RateLimit:
 
     per_second: float = 10.0
     burst: int = 20
+
+
+@dataclass(frozen=True)
+class UploadsConfig:
+    """``relays.tool.upload_*`` and ``files_url``: size cap, lifetime, per-user storage cap, folder."""
+
+    max_bytes: int = 20 * 1024 * 1024
+    ttl: int = 24 * 3600
+    user_bytes: int = 512 * 1024 * 1024
+    directory: Path | None = None
+    files_url: str | None = None
+
+
+def uploads_config(table: Mapping[str, Any]) -> UploadsConfig:
+    """The upload settings of the ``[relays.tool]`` table (a ConfigError names a wrong key)."""
+    read = TableReader(table, "relays.tool.")
+    folder = table.get("upload_dir")
+    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
+        raise ConfigError("gateway config: relays.tool.upload_dir must be a folder path")
+    files_url = table.get("files_url")
+    if files_url is not None and (not isinstance(files_url, str)
+                                  or not files_url.startswith(("http://", "https://")) or "?" in files_url):
+        raise ConfigError("gateway config: relays.tool.files_url must be an http(s) URL without a query")
+    max_bytes = read.integer("upload_max_bytes", 20 * 1024 * 1024, minimum=1024, maximum=1024 * 1024 * 1024)
+    return UploadsConfig(
+        max_bytes=max_bytes,
+        ttl=read.integer("upload_ttl", 24 * 3600, minimum=1, maximum=30 * 86400),
+        user_bytes=read.integer("upload_user_bytes", 512 * 1024 * 1024, minimum=0, maximum=1 << 50),
+        directory=Path(folder).expanduser() if isinstance(folder, str) else None,
+        files_url=files_url.rstrip("/") if isinstance(files_url, str) else None,
+    )
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 :func:`read_file` loads TOML (``.toml``) or YAML; :class:`TableReader` reads one table with errors
 that name the dotted key (``gateway config: relays.modal.max_idle must be …``): the typed
 :class:`~hermes.config.reader.ConfigReader` in the gateway's wording. Every relay's own settings
-module (``browser_config``, ``sandbox_config``, ``uploads``) reads its table through it.
+module (``browser.config``, ``sandbox.config``; the uploads part of ``config``) reads its table
+through it.
 """
 
 from __future__ import annotations

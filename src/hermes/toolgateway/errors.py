@@ -13,6 +13,11 @@ Status codes: 400 bad request, 401 no/invalid/expired/revoked token, 402 plan ex
 account / category not covered / missing scope / URL not allowed, 404 unknown relay or path, 413 request
 too large, 429 quota or rate limit (with ``Retry-After``), 502 vendor failed, 503 backend not
 configured, 504 vendor timed out.
+
+The storage layer's errors carry no status (:mod:`hermes.toolgateway.storage.base`): :func:`refusal` is
+where they become answers — 503 ``storage_unavailable``/``rate_limiter_unavailable`` with
+``Retry-After: 1`` for a database or Redis that does not answer, 400 ``invalid_request`` for a value the
+database cannot store.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from starlette.responses import Response
+
+from hermes.toolgateway.storage.base import StorageError, StorageUnavailable
 
 
 class GatewayHTTPError(Exception):
@@ -41,6 +48,15 @@ class GatewayHTTPError(Exception):
 
     def response(self) -> Response:
         return json_response(self.body(), self.status, self.headers)
+
+
+def refusal(exc: GatewayHTTPError | StorageError) -> GatewayHTTPError:
+    """The answer ``exc`` becomes: itself, or for a storage error 503 (does not answer) or 400 (bad value)."""
+    if isinstance(exc, GatewayHTTPError):
+        return exc
+    if isinstance(exc, StorageUnavailable):
+        return GatewayHTTPError(503, exc.code, exc.public, headers={"retry-after": "1"})
+    return GatewayHTTPError(400, exc.code, exc.public)
 
 
 def json_object(body: bytes) -> dict[str, Any]:

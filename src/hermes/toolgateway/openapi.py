@@ -11,8 +11,8 @@ from typing import Any
 
 from hermes import __version__
 from hermes.toolgateway.config import GatewayConfig
-from hermes.toolgateway.connectors import openapi_paths as connector_paths
 from hermes.toolgateway.relays.browser_use import openapi_paths as browser_use_paths
+from hermes.toolgateway.relays.connectors import openapi_paths as connector_paths
 from hermes.toolgateway.relays.modal import openapi_paths as modal_paths
 from hermes.toolgateway.relays.tool_origin import openapi_paths as tool_paths
 

@@ -1,8 +1,11 @@
-"""The gateway's long-lived parts in one place: database, accounts, OAuth, meter, limiter, HTTP client.
+"""The gateway's shared resources in one place: config, clock, database, accounts, OAuth, auth, meter,
+limiter, HTTP client.
 
-:class:`Gateway` is created by :func:`hermes.toolgateway.app.create_app` and opened by the app's
-lifespan (:meth:`Gateway.start`: database, secrets, the one shared ``httpx.AsyncClient``, the relays);
-the CLI opens only the database part (:meth:`Gateway.open`) to manage users and tokens.
+:class:`Gateway` holds resources only: it builds no relay and knows none. It is created by
+:func:`hermes.toolgateway.app.create_app` and opened by the app's lifespan (:meth:`Gateway.start`:
+database, secrets, the one shared ``httpx.AsyncClient``), which then builds the relay table
+(:func:`hermes.toolgateway.relays.build_relays`) from it; every relay takes this object for what it
+shares. The CLI opens only the database part (:meth:`Gateway.open`) to manage users and tokens.
 
 All database work happens on the event loop's thread with one connection — to the SQLite file, or to
 PostgreSQL when ``database_url`` is set (:mod:`hermes.toolgateway.storage`): statements are short
@@ -18,19 +21,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from hermes.toolgateway import keys
-from hermes.toolgateway.accounts import Accounts
-from hermes.toolgateway.auth import Authenticator
 from hermes.toolgateway.config import GatewayConfig
-from hermes.toolgateway.metering import Meter
-from hermes.toolgateway.oauth import OAuth
+from hermes.toolgateway.portal import keys
+from hermes.toolgateway.portal.accounts import Accounts
+from hermes.toolgateway.portal.auth import Authenticator
+from hermes.toolgateway.portal.oauth import OAuth
 from hermes.toolgateway.storage import Limiter, open_database, open_limiter
 from hermes.toolgateway.storage.base import Database, StorageUnavailable
+from hermes.toolgateway.storage.metering import Meter
 
 if TYPE_CHECKING:
     import httpx
-
-    from hermes.toolgateway.relays.base import Relay
 
 
 class Gateway:
@@ -46,8 +47,7 @@ class Gateway:
         self._meter: Meter | None = None
         self._http: httpx.AsyncClient | None = None
         self.admin_token = ""
-        self.relays: dict[str, Relay] = {}
-        self.limiter: Limiter = open_limiter(config)
+        self.limiter: Limiter = open_limiter(config.redis_url, config.rate_limit.per_second, config.rate_limit.burst)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def open(self) -> Gateway:
@@ -55,7 +55,7 @@ class Gateway:
         if self._conn is None:
             secret = keys.signing_secret(self.config.secret_path)
             self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
-            self._conn = open_database(self.config)
+            self._conn = open_database(self.config.database_url, self.config.db_path)
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
             self._oauth = OAuth(self._accounts)
             self._auth = Authenticator(self._accounts, self.clock)
@@ -70,10 +70,8 @@ class Gateway:
             ping()
 
     async def start(self) -> None:
-        """Everything :meth:`open` does, plus the shared HTTP client and the relays."""
+        """Everything :meth:`open` does, plus the shared HTTP client."""
         import httpx
-
-        from hermes.toolgateway.relays import build_relays
 
         self.open()
         self._http = httpx.AsyncClient(
@@ -83,12 +81,9 @@ class Gateway:
             trust_env=False,
             headers={"user-agent": "hermes-toolgateway/1"},
         )
-        self.relays = build_relays(self)
 
     async def close(self) -> None:
-        """Close relays, the HTTP client and the database (after in-flight requests finished)."""
-        for relay in self.relays.values():
-            await relay.aclose()
+        """Close the HTTP client, the limiter and the database (after in-flight requests and the relays)."""
         if self._http is not None:
             await self._http.aclose()
             self._http = None

@@ -15,9 +15,9 @@ from typing import Any
 import httpx
 
 from fakes.vendors.server import ServerThread
-from hermes.toolgateway.accounts import User
 from hermes.toolgateway.app import create_app
 from hermes.toolgateway.config import GatewayConfig, load_config
+from hermes.toolgateway.portal.accounts import User
 from hermes.toolgateway.services import Gateway
 
 

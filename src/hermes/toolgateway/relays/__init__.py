@@ -2,8 +2,13 @@
 
 Implemented: ``firecrawl`` (:mod:`.firecrawl`), ``openai-audio`` (:mod:`.openai_audio`), ``fal-queue``
 (:mod:`.fal_queue`), ``krea`` (:mod:`.krea`), ``tool`` (the shared origin, :mod:`.tool_origin`),
-``browser-use`` (:mod:`.browser_use`), ``modal`` (:mod:`.modal`, sandboxes on the gateway host). A label
-whose backend is ``off`` answers 404 ``relay_not_available``.
+``browser-use`` (:mod:`.browser_use`), ``modal`` (:mod:`.modal`, sandboxes on the gateway host), and
+``connector`` (:mod:`.connectors`, the connector-accounts API). A label whose backend is ``off`` answers 404
+``relay_not_available``.
+
+:func:`build_relays` makes the table the app's lifespan hands to its router; each relay takes the shared
+resources (:class:`~hermes.toolgateway.services.Gateway`) and nothing else: no relay builds another or
+imports this module.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ KNOWN_LABELS: tuple[str, ...] = ("firecrawl", "fal-queue", "krea", "openai-audio
 
 def build_relays(gateway: Gateway) -> dict[str, Relay]:
     """The relays this gateway serves, by label."""
-    from hermes.toolgateway.connectors import ConnectorAPI
     from hermes.toolgateway.relays.browser_use import BrowserUseRelay
+    from hermes.toolgateway.relays.connectors import ConnectorAPI
     from hermes.toolgateway.relays.fal_queue import FalQueueRelay
     from hermes.toolgateway.relays.firecrawl import FirecrawlRelay
     from hermes.toolgateway.relays.krea import KreaRelay
@@ -43,7 +48,7 @@ def build_relays(gateway: Gateway) -> dict[str, Relay]:
         relays.append(KreaRelay(gateway))
     if cfg.browser_use.backend != "off":  # vendor (Browser Use API) or local (a Chromium pool)
         relays.append(BrowserUseRelay(gateway))
-    if cfg.modal.backend != "off":  # local: sandboxes on this host (hermes.toolgateway.sandboxes)
+    if cfg.modal.backend != "off":  # local: sandboxes on this host (hermes.toolgateway.sandbox.engine)
         relays.append(ModalRelay(gateway))
     return {relay.label: relay for relay in relays}
 

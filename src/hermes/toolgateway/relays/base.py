@@ -6,7 +6,7 @@ the backend serving each. :meth:`Relay.__call__` is the ASGI app the host/prefix
 to, with the scope's ``path`` already relative to the relay. Every request goes through, in order:
 
 1. **authenticate** — token from the relay's ``token_sources``; signature, expiry, revocation, user
-   (:class:`~hermes.toolgateway.auth.Authenticator`);
+   (:class:`~hermes.toolgateway.portal.auth.Authenticator`);
 2. **route** — unknown path 404, wrong method 405;
 3. **authorize** — scope, plan expiry (402), category coverage (403);
 4. **rate limit** — token bucket keyed on ``sub:jti`` (429 + ``Retry-After``);
@@ -33,9 +33,10 @@ from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from hermes.toolgateway.auth import Principal, extract_token
-from hermes.toolgateway.errors import GatewayHTTPError, json_object, json_response, too_many
-from hermes.toolgateway.metering import QuotaExceeded, Reservation
+from hermes.toolgateway.errors import GatewayHTTPError, json_object, json_response, refusal, too_many
+from hermes.toolgateway.portal.auth import Principal, extract_token
+from hermes.toolgateway.storage.base import StorageError
+from hermes.toolgateway.storage.metering import QuotaExceeded, Reservation
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway
@@ -157,8 +158,8 @@ class Relay(ABC):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             response = await self._handle(scope, receive)
-        except GatewayHTTPError as exc:
-            response = exc.response()
+        except (GatewayHTTPError, StorageError) as exc:
+            response = refusal(exc).response()
         await response(scope, receive, send)
 
     async def _handle(self, scope: Scope, receive: Receive) -> Response:
@@ -198,8 +199,9 @@ class Relay(ABC):
             err = too_many("quota_exceeded", f"{exc}; it resets at the start of next month (UTC)", exc.retry_after,
                            category=exc.category, limit=exc.limit, used=exc.used, portal_url=gw.config.base_url())
             response, status = err.response(), err.status
-        except GatewayHTTPError as exc:
-            response, status = exc.response(), exc.status
+        except (GatewayHTTPError, StorageError) as exc:
+            err = refusal(exc)
+            response, status = err.response(), err.status
         except Exception:
             log.exception("relay %s operation %s failed", self.label, op.name)
             response = json_response({"success": False, "error": "the gateway failed on this request",

@@ -14,11 +14,11 @@ The upstream client (``X-Browser-Use-API-Key: <gateway token>``, no ``Authorizat
   to the vendor directly; the gateway only creates, reads and stops sessions (it remembers which user
   created which session id: nobody else can read or stop it).
 * ``local`` — a pool of headless Chromium processes on the gateway's host
-  (:mod:`hermes.toolgateway.browserpool`). ``cdpUrl`` points at the gateway itself —
+  (:mod:`hermes.toolgateway.browser.pool`). ``cdpUrl`` points at the gateway itself —
   ``ws[s]://<the host the client used>[/relay/browser-use]/cdp/<session id>?token=<secret>`` — a
   capability URL that only its session answers to; the gateway relays that WebSocket to the Chromium's
   DevTools pipe (Chromium opens no port), screening commands that would reach the host
-  (:mod:`hermes.toolgateway.cdpproxy`).
+  (:mod:`hermes.toolgateway.browser.cdpproxy`).
 
 Idempotency: a create repeated with the same ``X-Idempotency-Key`` by the same user gets the first
 answer again (not metered again), or ``409 {"error": {"message": "… already in progress"}}`` while the
@@ -43,12 +43,13 @@ from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from hermes.toolgateway.browserpool import BrowserPool, BrowserSession
-from hermes.toolgateway.cdpproxy import open_client, relay_cdp
-from hermes.toolgateway.errors import GatewayHTTPError, json_object
-from hermes.toolgateway.jobs import JobTable
+from hermes.toolgateway.browser.cdpproxy import open_client, relay_cdp
+from hermes.toolgateway.browser.pool import BrowserPool, BrowserSession
+from hermes.toolgateway.errors import GatewayHTTPError, json_object, refusal
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
+from hermes.toolgateway.storage.base import StorageError
+from hermes.toolgateway.storage.jobs import JobTable
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway
@@ -260,8 +261,8 @@ class BrowserUseRelay(Relay):
         ws = WebSocket(scope, receive, send)
         try:
             session = self._cdp_session(scope)
-        except GatewayHTTPError as exc:
-            await _deny(ws, scope, exc)
+        except (GatewayHTTPError, StorageError) as exc:
+            await _deny(ws, scope, refusal(exc))
             return
         session.connections += 1  # counted before any await: concurrent connects cannot all pass the check
         try:

@@ -12,7 +12,7 @@ The upstream client (fal-client over ``_ManagedFalSyncClient``, ``Authorization:
 The client follows the three URLs verbatim with the same credentials, so the relay **rewrites** them to
 its own origin (``fal-queue-gateway.<domain>`` or the pinned ``…/relay/fal-queue`` prefix), as
 ``{origin}/{model-path}/requests/{request_id}[/status|/cancel]``; the vendor's own URLs are kept
-server side, with the user that submitted the request (a :class:`~hermes.toolgateway.jobs.JobTable`).
+server side, with the user that submitted the request (a :class:`~hermes.toolgateway.storage.jobs.JobTable`).
 Polling a request another user submitted (or one no gateway process knows) answers 404. Status
 replies always carry the keys the client requires (``queue_position`` for ``IN_QUEUE``, ``logs``
 otherwise; ``null`` when the vendor left them out).
@@ -36,9 +36,9 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.datastructures import Headers
 
 from hermes.toolgateway.errors import GatewayHTTPError, json_object
-from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import operator_headers, raise_for_vendor, vendor_request
+from hermes.toolgateway.storage.jobs import JobTable
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway

@@ -13,7 +13,7 @@ Only those fields are forwarded (the request is rebuilt from them; at most :data
 references). ``styles`` and ``moodboards`` are refused, as the upstream client itself refuses them in
 managed mode; any other unknown field is refused too rather than silently dropped.
 
-Jobs belong to the user who started them (a :class:`~hermes.toolgateway.jobs.JobTable`): polling a job
+Jobs belong to the user who started them (a :class:`~hermes.toolgateway.storage.jobs.JobTable`): polling a job
 another user started, or one the gateway does not know, answers 404 ``unknown_job``. A client's
 ``x-idempotency-key`` is passed on bound to the user (a UUID derived from the user and the key), so two
 users can never be handed the same vendor job; without one the relay makes one per request, so its own
@@ -46,9 +46,9 @@ from typing import TYPE_CHECKING, Any
 from starlette.datastructures import Headers
 
 from hermes.toolgateway.errors import GatewayHTTPError, json_object
-from hermes.toolgateway.jobs import JobTable
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
+from hermes.toolgateway.storage.jobs import JobTable
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway

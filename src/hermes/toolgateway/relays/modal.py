@@ -19,7 +19,7 @@ exec answer waits up to ``exec_wait`` seconds, so quick commands come back finis
 of a finished exec may later be dropped (a memory budget, or the sandbox ended): ``output`` is then a
 ``[sandbox: …]`` line saying so, with ``"outputDropped": true``; status and returncode stay.
 
-Backend (``[relays.modal]``): ``local`` — the self-hosted engine of :mod:`hermes.toolgateway.sandboxes`
+Backend (``[relays.modal]``): ``local`` — the self-hosted engine of :mod:`hermes.toolgateway.sandbox.engine`
 (a private folder and child processes on the gateway host; **not an isolation boundary** beyond a Unix
 user, resource limits and a folder); ``off`` (the default) — the relay does not exist. Fields other
 than the documented ones are ignored; ``image`` is recorded (and checked against ``images`` when the
@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.toolgateway.errors import GatewayHTTPError
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
-from hermes.toolgateway.sandbox_config import SandboxConfig
-from hermes.toolgateway.sandboxes import ExecSpec, SandboxEngine, SandboxSpec
+from hermes.toolgateway.sandbox.config import SandboxConfig
+from hermes.toolgateway.sandbox.engine import ExecSpec, SandboxEngine, SandboxSpec
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway

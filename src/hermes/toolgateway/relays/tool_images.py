@@ -33,11 +33,11 @@ from starlette.datastructures import Headers
 from hermes.toolgateway.errors import GatewayHTTPError, json_object
 from hermes.toolgateway.relays.base import RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import operator_headers, raise_for_vendor, vendor_request
-from hermes.toolgateway.uploads import is_upload_id, sniff_image
+from hermes.toolgateway.storage.uploads import is_upload_id, sniff_image
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway
-    from hermes.toolgateway.uploads import UploadStore
+    from hermes.toolgateway.storage.uploads import UploadStore
 
 GENERATE_FIELDS = frozenset({"model", "prompt", "n", "size", "quality", "style", "background", "moderation",
                              "output_format", "output_compression", "response_format"})

@@ -10,7 +10,7 @@ Clients reach it as ``tool-gateway.<domain>`` or, pinned by ``TOOL_GATEWAY_URL``
     POST   /v1/images/edits
 
 The ``/api/{vendor}`` space is reserved for vendors the gateway hosts itself; any other path answers
-404 JSON before a token is even looked at. Uploads are stored by :mod:`hermes.toolgateway.uploads`.
+404 JSON before a token is even looked at. Uploads are stored by :mod:`hermes.toolgateway.storage.uploads`.
 
 **Authorization** follows the vendor that will use the file. The pipeline of :mod:`.base` authorizes
 one coverage category per relay, so this relay is a front for three *sections*, each a :class:`Relay`
@@ -41,12 +41,13 @@ from starlette.datastructures import Headers
 from starlette.responses import FileResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from hermes.toolgateway.auth import Principal, extract_token
-from hermes.toolgateway.errors import GatewayHTTPError, json_response, too_many
+from hermes.toolgateway.errors import GatewayHTTPError, json_response, refusal, too_many
+from hermes.toolgateway.portal.auth import Principal, extract_token
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.openai_audio import parse_multipart
 from hermes.toolgateway.relays.tool_images import ImagesAPI, edit_units, generation_units
-from hermes.toolgateway.uploads import (
+from hermes.toolgateway.storage.base import StorageError
+from hermes.toolgateway.storage.uploads import (
     ID_PATTERN,
     UPLOAD_VENDORS,
     StorageFull,
@@ -165,8 +166,8 @@ class ToolOriginRelay(Relay):
                                        f"only: POST {UPLOADS}/{{vendor}}")
             else:
                 raise GatewayHTTPError(404, "not_found", f"the shared origin has no {path} endpoint")
-        except GatewayHTTPError as exc:
-            response = exc.response()
+        except (GatewayHTTPError, StorageError) as exc:
+            response = refusal(exc).response()
         await response(scope, receive, send)
 
     # -- uploads -------------------------------------------------------------------------------------

@@ -1,15 +1,19 @@
 """Where the gateway keeps its state: SQLite by default, PostgreSQL and Redis for several hosts.
 
-* :func:`open_database` — the gateway database: the SQLite file (``database``, default
-  ``HERMES_HOME/toolgateway/gateway.db``), or PostgreSQL when ``database_url`` is set. Both are a
+* :func:`open_database` — the gateway database: the SQLite file (the config's ``database``, default
+  ``HERMES_HOME/toolgateway/gateway.db``), or PostgreSQL when a ``database_url`` is given. Both are a
   :class:`~.base.Database`: the same SQL (``?`` placeholders), rows by name, a transaction block and a
   :class:`~.base.Dialect` for the few spellings that differ.
 * :func:`open_limiter` — the per-token rate limiter: in this process's memory, or shared through Redis
-  when ``redis_url`` is set.
+  when a ``redis_url`` is given.
 
-The modules: :mod:`.base` (the interface, the dialects, :class:`~.base.StorageUnavailable`),
-:mod:`.sqlite`, :mod:`.postgres` + :mod:`.pg_schema`, :mod:`.redis_limiter`, :mod:`.urls` (masking).
-Nothing is imported until used: psycopg and redis-py only when their URL is configured.
+The modules: :mod:`.base` (the interface, the dialects, the storage errors), :mod:`.sqlite` +
+:mod:`.sqlite_schema`, :mod:`.postgres` + :mod:`.pg_schema`, :mod:`.ratelimit` (in memory),
+:mod:`.redis_limiter`, :mod:`.urls` (masking); and the stores on top of a :class:`~.base.Database`:
+:mod:`.metering` (quotas, usage), :mod:`.jobs` (who started which vendor job), :mod:`.connector_store`
+(connector accounts), :mod:`.uploads` (the shared origin's files). Nothing here imports the gateway's
+upper modules (config, relays, portal): they hand in plain values. Nothing is imported until used:
+psycopg and redis-py only when their URL is configured.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from hermes.toolgateway.config import GatewayConfig
+    from pathlib import Path
+
     from hermes.toolgateway.storage.base import Database
 
 
@@ -48,27 +53,25 @@ def _require(module: str, key: str) -> None:
         raise ConfigError(f"{key} needs the {module} package: pip install 'hermes[scale]'")
 
 
-def open_database(config: GatewayConfig) -> Database:
-    """Open (creating and migrating if needed) the database ``config`` names."""
-    if config.database_url:
+def open_database(database_url: str | None, db_path: Path) -> Database:
+    """Open (creating and migrating if needed) PostgreSQL at ``database_url``, or else the SQLite file."""
+    if database_url:
         _require("psycopg", "database_url")
         from hermes.toolgateway.storage.postgres import PostgresDatabase
 
-        return PostgresDatabase(config.database_url)
-    from hermes.toolgateway.db import connect
-    from hermes.toolgateway.storage.sqlite import SQLiteDatabase
+        return PostgresDatabase(database_url)
+    from hermes.toolgateway.storage.sqlite import SQLiteDatabase, connect
 
-    return SQLiteDatabase(connect(config.db_path), str(config.db_path))
+    return SQLiteDatabase(connect(db_path), str(db_path))
 
 
-def open_limiter(config: GatewayConfig) -> Limiter:
-    """The rate limiter ``config`` asks for: Redis-backed with ``redis_url``, else in this process."""
-    rate = config.rate_limit
-    if config.redis_url:
+def open_limiter(redis_url: str | None, per_second: float, burst: int) -> Limiter:
+    """A rate limiter of ``per_second`` and ``burst``: Redis-backed with ``redis_url``, else in this process."""
+    if redis_url:
         _require("redis", "redis_url")
         from hermes.toolgateway.storage.redis_limiter import RedisRateLimiter
 
-        return RedisRateLimiter(config.redis_url, rate.per_second, rate.burst)
-    from hermes.toolgateway.ratelimit import RateLimiter
+        return RedisRateLimiter(redis_url, per_second, burst)
+    from hermes.toolgateway.storage.ratelimit import RateLimiter
 
-    return RateLimiter(rate.per_second, rate.burst)
+    return RateLimiter(per_second, burst)

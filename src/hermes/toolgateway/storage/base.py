@@ -4,9 +4,11 @@ A :class:`Database` runs SQL written once, in SQLite's spelling (``?`` placehold
 :class:`Result` whose rows are addressable by column name and by position. The few places where the
 engines disagree are spelled by the :class:`Dialect` (a scalar ``max``, a UTC day from a timestamp).
 
-:class:`StorageUnavailable` is what a database or Redis that does not answer becomes: an HTTP 503 for a
-request (``storage_unavailable`` / ``rate_limiter_unavailable``, generic text) and a one-line CLI error
-(the detail, with any password masked: :mod:`~hermes.toolgateway.storage.urls`).
+The storage errors are plain store errors (:class:`StorageError`, a :class:`~hermes.errors.StoreError`):
+a ``code`` and a generic ``public`` text for a client, the ``detail`` (any password masked:
+:mod:`~hermes.toolgateway.storage.urls`) for the operator and the CLI. :class:`StorageUnavailable` is a
+database or Redis that does not answer, :class:`InvalidValue` a value the database cannot store; the
+gateway's edge turns them into answers (:func:`hermes.toolgateway.errors.refusal`: 503 and 400).
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hermes.errors import StoreError
-from hermes.toolgateway.errors import GatewayHTTPError
 from hermes.toolgateway.storage.urls import mask_url, scrub
 
-__all__ = ["POSTGRES", "SQLITE", "Database", "Dialect", "Result", "StorageUnavailable", "mask_url", "scrub"]
+__all__ = ["POSTGRES", "SQLITE", "Database", "Dialect", "InvalidValue", "Result", "StorageError", "StorageUnavailable",
+           "mask_url", "scrub"]
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,33 @@ class Database(Protocol):
     def close(self) -> None: ...
 
 
-class StorageUnavailable(GatewayHTTPError, StoreError):
-    """The database (or Redis) does not answer: 503 for a request, ``detail`` for the operator."""
+class StorageError(StoreError):
+    """A refusal of the storage layer: ``code`` and ``public`` (generic) for a client, ``detail`` for the operator."""
 
-    def __init__(self, detail: str, *, code: str = "storage_unavailable",
-                 public: str = "the gateway's database does not answer; try again shortly") -> None:
-        super().__init__(503, code, public, headers={"retry-after": "1"})
+    def __init__(self, detail: str, *, code: str, public: str) -> None:
+        super().__init__(detail)
         self.detail = detail
+        self.code = code
+        self.public = public
 
     def __str__(self) -> str:
         return self.detail
+
+
+class StorageUnavailable(StorageError):
+    """The database (or Redis) does not answer: the request may succeed if tried again shortly."""
+
+    def __init__(self, detail: str, *, code: str = "storage_unavailable",
+                 public: str = "the gateway's database does not answer; try again shortly") -> None:
+        super().__init__(detail, code=code, public=public)
+
+
+class InvalidValue(StorageError):
+    """A value the database cannot store (psycopg ``DataError``: a NUL character, a number out of range)."""
+
+    #: what the gateway answers for it (``refusal``); kept on the error, where callers have read it
+    status = 400
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, code="invalid_request", public="the request holds a value that cannot be stored "
+                         "(a NUL character, or a number out of range)")

@@ -1,7 +1,7 @@
 """The gateway's schema on PostgreSQL: an ordered migration list, applied once under an advisory lock.
 
 ``MIGRATIONS[i]`` takes the database from version ``i`` to ``i + 1`` and mirrors the SQLite migration of
-the same number in :mod:`hermes.toolgateway.db` (same tables, columns, constraints and indexes; the
+the same number in :mod:`hermes.toolgateway.storage.sqlite_schema` (same tables, columns, constraints and indexes; the
 column types are PostgreSQL's: identity columns, ``DOUBLE PRECISION`` timestamps). Append only.
 
 :func:`migrate` runs in one transaction that first takes ``pg_advisory_xact_lock``: when several

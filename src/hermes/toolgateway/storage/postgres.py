@@ -8,7 +8,7 @@ turned into ``%s`` (once per distinct statement, cached); psycopg prepares a sta
 after a few runs, so the relay hot path sends only parameters.
 
 A lost connection (server restart, failover, idle cut) makes the statement that found out fail with
-:class:`~hermes.toolgateway.storage.base.StorageUnavailable` (HTTP 503), and the next statement
+:class:`~hermes.toolgateway.storage.base.StorageUnavailable` (a 503 at the edge), and the next statement
 reconnects. A statement is never re-sent on its own: it might have been applied before the
 connection broke. Passwords in the URL never reach logs or errors (:func:`~.base.scrub`).
 
@@ -17,7 +17,7 @@ one waits nothing else in the process runs. The waits are bounded (:data:`SESSIO
 when the URL sets it): TCP keepalives and ``tcp_user_timeout`` find a dead peer or an unacknowledged
 send within a few seconds, and ``statement_timeout`` (5 s) makes the server cancel a statement stuck on
 a lock; either ends as a 503. A value PostgreSQL cannot store (a NUL character in a text, a number out
-of range) is :class:`InvalidValue`, a 400, not a server error.
+of range) is :class:`~hermes.toolgateway.storage.base.InvalidValue`, a 400, not a server error.
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import RowMaker
 
 from hermes.errors import StoreError
-from hermes.toolgateway.errors import GatewayHTTPError
 from hermes.toolgateway.storage import pg_schema
-from hermes.toolgateway.storage.base import POSTGRES, Result, StorageUnavailable, mask_url, scrub
+from hermes.toolgateway.storage.base import POSTGRES, InvalidValue, Result, StorageUnavailable, mask_url, scrub
 
 log = logging.getLogger("hermes.toolgateway")
 
@@ -44,18 +43,6 @@ STATEMENT_TIMEOUT_MS = 5000
 #: libpq connection parameters added unless the URL sets them: a silent peer is found within seconds
 SESSION_DEFAULTS = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "2",
                     "tcp_user_timeout": "3000"}
-
-
-class InvalidValue(GatewayHTTPError, StoreError):
-    """A value the database cannot store (psycopg ``DataError``): 400 for a request, one line for the CLI."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(400, "invalid_request", "the request holds a value that cannot be stored "
-                         "(a NUL character, or a number out of range)")
-        self.detail = detail
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 def session_options(url: str) -> dict[str, str]:

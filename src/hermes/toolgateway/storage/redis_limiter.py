@@ -1,6 +1,6 @@
 """The per-token rate limiter shared by every gateway process through Redis (``redis_url``).
 
-Same bucket, same answers as the in-process :class:`~hermes.toolgateway.ratelimit.RateLimiter`: ``rate``
+Same bucket, same answers as the in-process :class:`~hermes.toolgateway.storage.ratelimit.RateLimiter`: ``rate``
 tokens per second, at most ``burst`` stored, keyed on the verified ``sub:jti``; a refused request
 leaves the bucket as it found it (refilled to now) and learns how long to wait. The whole
 read-refill-take-write step is one Lua script, which Redis runs atomically, and the clock is Redis's
@@ -25,8 +25,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from hermes.errors import ConfigError
-from hermes.toolgateway.ratelimit import RateLimiter
 from hermes.toolgateway.storage.base import StorageUnavailable, mask_url, scrub
+from hermes.toolgateway.storage.ratelimit import RateLimiter
 
 log = logging.getLogger("hermes.toolgateway")
 

@@ -1,5 +1,10 @@
 """The SQLite :class:`~hermes.toolgateway.storage.base.Database`: the connection itself, nothing added.
 
+:func:`connect` opens the gateway's file with hermes's one SQLite opener
+(:func:`hermes.store.db.open_sqlite`: WAL, ``synchronous=NORMAL``, foreign keys, autocommit) with the
+gateway's migrations (:mod:`.sqlite_schema`) and a longer busy timeout than the sessions store's
+(:data:`BUSY_TIMEOUT_MS`: several gateway processes may write one file).
+
 ``execute`` *is* ``sqlite3.Connection.execute`` (bound once), so the relay hot path costs exactly what
 it did before this layer existed; rows are ``sqlite3.Row`` (by name and by index).
 """
@@ -9,12 +14,26 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+from hermes.store.db import open_sqlite
 from hermes.toolgateway.storage.base import SQLITE, Database, Result
+from hermes.toolgateway.storage.sqlite_schema import MIGRATIONS
+
+#: How long a statement waits for another writer's lock before failing, in milliseconds.
+BUSY_TIMEOUT_MS = 10_000
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (creating if needed) the gateway database at ``path`` and migrate it.
+
+    Raises :class:`~hermes.errors.StoreError` when the file cannot be opened or migrated.
+    """
+    return open_sqlite(path, MIGRATIONS, busy_timeout_ms=BUSY_TIMEOUT_MS, name="gateway database")
 
 
 class SQLiteDatabase:
-    """A gateway database in one SQLite file (see :func:`hermes.toolgateway.db.connect`)."""
+    """A gateway database in one SQLite file (see :func:`connect`)."""
 
     dialect = SQLITE
     integrity_error: type[Exception] = sqlite3.IntegrityError

@@ -1,6 +1,6 @@
 """The gateway's Chrome DevTools Protocol proxy: a client's WebSocket ↔ one pooled Chromium.
 
-Chromium is driven over its DevTools pipe (:mod:`hermes.toolgateway.cdppipe`), never over a port. Each
+Chromium is driven over its DevTools pipe (:mod:`hermes.toolgateway.browser.cdppipe`), never over a port. Each
 client connection gets a browser session of its own on that pipe, so several clients (the agent-browser
 daemon and the upstream dialog supervisor, say) can drive one session at once, each with its own CDP
 sessions and events, as against a local Chromium's browser endpoint.
@@ -31,8 +31,8 @@ from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketState
 
-from hermes.toolgateway.browserpool import BrowserSession
-from hermes.toolgateway.cdppipe import PipeClient, PipeClosed, encode, error_reply
+from hermes.toolgateway.browser.cdppipe import PipeClient, PipeClosed, encode, error_reply
+from hermes.toolgateway.browser.pool import BrowserSession
 
 ALLOWED_SCHEMES = frozenset({"http", "https", "about", "data"})
 _HOST_ACCESS = "it reaches files or ports of the gateway's host"

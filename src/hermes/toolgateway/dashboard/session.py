@@ -26,8 +26,8 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hermes.toolgateway import jwt
-from hermes.toolgateway.accounts import AccountError, User
+from hermes.toolgateway.portal import jwt
+from hermes.toolgateway.portal.accounts import AccountError, User
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway

@@ -1,6 +1,6 @@
 """Users, plans, signed access tokens and their revocation (SPEC GW-10 from the operator's side).
 
-An access token is an HS256 JWT (:mod:`hermes.toolgateway.jwt`) whose claims are the ones the
+An access token is an HS256 JWT (:mod:`hermes.toolgateway.portal.jwt`) whose claims are the ones the
 clients read (see :mod:`hermes.routing.credentials` and the upstream protocol notes):
 
 * ``sub`` (the user's stable id), ``jti``, ``iat``, ``exp``, ``iss``, ``scope``, ``client_id``;
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.errors import HermesError
-from hermes.toolgateway import jwt
 from hermes.toolgateway.config import CATEGORIES, GatewayConfig, PlanConfig
+from hermes.toolgateway.portal import jwt
 from hermes.toolgateway.storage.base import Database
 from hermes.toolgateway.storage.sqlite import as_database
 

@@ -13,8 +13,8 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from hermes.toolgateway.accounts import User
-from hermes.toolgateway.dashboard_chart import money, usage_chart
+from hermes.toolgateway.dashboard.chart import money, usage_chart
+from hermes.toolgateway.portal.accounts import User
 
 _STYLE = (
     "body{font:15px system-ui,sans-serif;max-width:64rem;margin:2rem auto;padding:0 1rem;color:#1d1d1d}"

@@ -31,10 +31,10 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope
 
 from hermes.connectors.naming import APP_PATTERN, NAME_PATTERN, app_title
-from hermes.toolgateway.auth import Principal, extract_token
-from hermes.toolgateway.connector_store import ConnectorStore, ConnectorStoreError, check_app
 from hermes.toolgateway.errors import GatewayHTTPError, json_object, json_response, too_many
+from hermes.toolgateway.portal.auth import Principal, extract_token
 from hermes.toolgateway.relays.base import Operation, Relay, read_body
+from hermes.toolgateway.storage.connector_store import ConnectorStore, ConnectorStoreError, check_app
 
 LABEL = "connector"
 PREFIX = "/v1/connectors"

@@ -5,7 +5,7 @@ each key is documented in ``docs/gateway/server.md`` ("``modal`` — sandboxes (
 type or value is a :class:`~hermes.errors.ConfigError` naming ``relays.modal.<key>``.
 
 Whether the gateway may actually run commands with these settings (``run_as`` versus the gateway's own
-Unix user) is decided when the relay is built (:func:`hermes.toolgateway.sandboxes.resolve_identity`),
+Unix user) is decided when the relay is built (:func:`hermes.toolgateway.sandbox.engine.resolve_identity`),
 because it depends on the user the server runs as, not on the file.
 """
 

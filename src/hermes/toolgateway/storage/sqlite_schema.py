@@ -1,31 +1,26 @@
-"""The gateway's own SQLite database (``HERMES_HOME/toolgateway/gateway.db``) and its migrations.
+"""The schema of the gateway's own SQLite database (``HERMES_HOME/toolgateway/gateway.db``): its migrations.
 
 Separate from the sessions database: it has its own file and its own ordered migration list
 (:data:`MIGRATIONS`, applied by :func:`hermes.store.migrations.migrate` under ``BEGIN IMMEDIATE``, so
-two processes opening the file at once migrate it once). Same connection settings as the store: WAL,
-``synchronous=NORMAL``, foreign keys, a busy timeout, autocommit mode (writers open their own
-transactions). Several gateway processes may share one file; every quota decision is a single
-atomic statement (see :mod:`hermes.toolgateway.metering`).
+two processes opening the file at once migrate it once); :func:`hermes.toolgateway.storage.sqlite.connect`
+opens it. Several gateway processes may share one file; every quota decision is a single atomic
+statement (see :mod:`hermes.toolgateway.storage.metering`).
 
 With ``database_url`` the same schema lives in PostgreSQL instead: **every migration appended here needs
 its twin in** :mod:`hermes.toolgateway.storage.pg_schema` (``tests/test_gateway_scale.py`` compares the
 two schemas table by table). Code reaches either through :mod:`hermes.toolgateway.storage`.
 
-Secrets are never stored: refresh tokens, device codes and login links only as SHA-256 hashes;
-access tokens are signed JWTs of which only the id (``jti``) is kept, for revocation.
+Secrets are never stored: refresh tokens, device codes and login links only as SHA-256 hashes
+(:func:`hermes.toolgateway.portal.oauth.secret_hash`); access tokens are signed JWTs of which only the id
+(``jti``) is kept, for revocation.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Sequence
-from pathlib import Path
 
-from hermes.errors import StoreError
-from hermes.store.migrations import Migration, migrate
-
-BUSY_TIMEOUT_MS = 10_000
+from hermes.store.migrations import Migration
 
 
 def _run(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
@@ -141,7 +136,8 @@ def m002_metering(conn: sqlite3.Connection) -> None:
 
 
 def m003_connector_accounts(conn: sqlite3.Connection) -> None:
-    """Connector accounts per user and app (``hermes.toolgateway.connector_store``); names unique among active ones."""
+    """Connector accounts per user and app (``hermes.toolgateway.storage.connector_store``); names unique among
+    active ones."""
     _run(conn, [
         """
         CREATE TABLE connector_accounts (
@@ -163,7 +159,7 @@ def m003_connector_accounts(conn: sqlite3.Connection) -> None:
 
 
 def m004_uploads(conn: sqlite3.Connection) -> None:
-    """Media uploads of the shared origin (``hermes.toolgateway.uploads``): the files live on disk."""
+    """Media uploads of the shared origin (``hermes.toolgateway.storage.uploads``): the files live on disk."""
     _run(conn, [
         """
         CREATE TABLE uploads (
@@ -186,7 +182,7 @@ def m004_uploads(conn: sqlite3.Connection) -> None:
 
 
 def m005_relay_jobs(conn: sqlite3.Connection) -> None:
-    """Who started which vendor job (``hermes.toolgateway.jobs``), shared by every gateway process."""
+    """Who started which vendor job (``hermes.toolgateway.storage.jobs``), shared by every gateway process."""
     _run(conn, [
         """
         CREATE TABLE relay_jobs (
@@ -206,35 +202,3 @@ def m005_relay_jobs(conn: sqlite3.Connection) -> None:
 #: ``MIGRATIONS[i]`` takes the gateway database from ``user_version`` i to i + 1; append only.
 MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering, m003_connector_accounts, m004_uploads,
                                    m005_relay_jobs)
-
-
-def secret_hash(value: str) -> str:
-    """SHA-256 hex of a secret (refresh tokens, device codes, login links are stored only this way)."""
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the gateway database at ``path`` and migrate it.
-
-    Raises :class:`~hermes.errors.StoreError` when the file cannot be opened or migrated.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False)
-    except (OSError, sqlite3.Error) as exc:
-        raise StoreError(f"cannot open the gateway database {path}: {exc}") from exc
-    try:
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        migrate(conn, MIGRATIONS)
-    except sqlite3.Error as exc:
-        conn.close()
-        raise StoreError(f"cannot prepare the gateway database {path}: {exc}") from exc
-    except BaseException:
-        conn.close()
-        raise
-    return conn

@@ -16,15 +16,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from hermes.toolgateway.accounts import AccountError, Accounts, IssuedToken, User, grant_scope
-from hermes.toolgateway.db import secret_hash
+from hermes.toolgateway.portal.accounts import AccountError, Accounts, IssuedToken, User, grant_scope
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 _USER_CODE_ALPHABET = "BCDFGHJKLMNPQRSTVWXZ"
+
+
+def secret_hash(value: str) -> str:
+    """SHA-256 hex of a secret (refresh tokens, device codes, login links are stored only this way)."""
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
 class OAuthError(Exception):

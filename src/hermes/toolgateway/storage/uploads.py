@@ -1,4 +1,5 @@
-"""Media uploads of the shared ``tool-gateway`` origin: settings, type sniffing, and the store.
+"""Media uploads of the shared ``tool-gateway`` origin: type sniffing and the store (settings:
+:class:`~hermes.toolgateway.config.UploadsConfig`).
 
 A client that needs a vendor to read a local file (a source image for an edit) uploads it first
 (``POST /api/uploads/{vendor}``, :mod:`hermes.toolgateway.relays.tool_origin`); the gateway keeps it
@@ -32,14 +33,11 @@ import re
 import secrets
 import sqlite3
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hermes.config.atomic import atomic_write
-from hermes.errors import ConfigError
-from hermes.toolgateway.configread import TableReader
 from hermes.toolgateway.storage.base import Database
 from hermes.toolgateway.storage.sqlite import as_database
 
@@ -48,37 +46,6 @@ UPLOAD_VENDORS: tuple[str, ...] = ("fal", "krea", "nous")
 ID_PATTERN = r"up_[0-9a-f]{32}"
 _ID = re.compile(rf"^{ID_PATTERN}$")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._ -]")
-
-
-@dataclass(frozen=True)
-class UploadsConfig:
-    """``relays.tool.upload_*`` and ``files_url``: size cap, lifetime, per-user storage cap, folder."""
-
-    max_bytes: int = 20 * 1024 * 1024
-    ttl: int = 24 * 3600
-    user_bytes: int = 512 * 1024 * 1024
-    directory: Path | None = None
-    files_url: str | None = None
-
-
-def uploads_config(table: Mapping[str, Any]) -> UploadsConfig:
-    """The upload settings of the ``[relays.tool]`` table (a ConfigError names a wrong key)."""
-    read = TableReader(table, "relays.tool.")
-    folder = table.get("upload_dir")
-    if folder is not None and (not isinstance(folder, str) or not folder.strip()):
-        raise ConfigError("gateway config: relays.tool.upload_dir must be a folder path")
-    files_url = table.get("files_url")
-    if files_url is not None and (not isinstance(files_url, str)
-                                  or not files_url.startswith(("http://", "https://")) or "?" in files_url):
-        raise ConfigError("gateway config: relays.tool.files_url must be an http(s) URL without a query")
-    max_bytes = read.integer("upload_max_bytes", 20 * 1024 * 1024, minimum=1024, maximum=1024 * 1024 * 1024)
-    return UploadsConfig(
-        max_bytes=max_bytes,
-        ttl=read.integer("upload_ttl", 24 * 3600, minimum=1, maximum=30 * 86400),
-        user_bytes=read.integer("upload_user_bytes", 512 * 1024 * 1024, minimum=0, maximum=1 << 50),
-        directory=Path(folder).expanduser() if isinstance(folder, str) else None,
-        files_url=files_url.rstrip("/") if isinstance(files_url, str) else None,
-    )
 
 
 def sniff_image(data: bytes) -> tuple[str, str] | None:
@@ -150,7 +117,7 @@ _COLUMNS = "id, user_id, vendor, filename, content_type, ext, bytes, sha256, cre
 
 class UploadStore:
     """Upload files in ``directory`` and their rows in the gateway database (the Gateway's ``conn``; SQL
-    written once with ``?`` placeholders, as :class:`~hermes.toolgateway.metering.Meter` does)."""
+    written once with ``?`` placeholders, as :class:`~hermes.toolgateway.storage.metering.Meter` does)."""
 
     def __init__(self, conn: Database | sqlite3.Connection, directory: Path) -> None:
         self.conn = as_database(conn)

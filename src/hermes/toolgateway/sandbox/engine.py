@@ -1,7 +1,7 @@
 """The ``modal`` relay's local engine: sandboxes as private folders, commands as child processes.
 
-A **sandbox** is a home folder (:mod:`.sandbox_fs`) owned by the user who created it through the
-gateway; an **exec** is one ``/bin/sh -c`` child in its own process group (:mod:`.sandbox_proc`). The
+A **sandbox** is a home folder (:mod:`.fs`) owned by the user who created it through the
+gateway; an **exec** is one ``/bin/sh -c`` child in its own process group (:mod:`.proc`). The
 engine answers only the owner: a sandbox or exec of another user looks exactly like an unknown one.
 
 * ``create`` — at most ``max_per_user`` running sandboxes per user and ``max_sandboxes`` in all (429
@@ -16,10 +16,10 @@ engine answers only the owner: a sandbox or exec of another user looks exactly l
   (no running exec, no request), forgets ended ones after ``tombstone_seconds`` and deletes persistent
   homes unused for ``keep_days``.
 * output — finished execs' output counts against a budget per user and in all (oldest dropped first,
-  :class:`~hermes.toolgateway.sandbox_store.OutputBudget`); a terminated sandbox keeps none (one the
+  :class:`~hermes.toolgateway.sandbox.store.OutputBudget`); a terminated sandbox keeps none (one the
   reaper ended keeps its output, within the budget, for ``tombstone_seconds``).
 
-:class:`~hermes.toolgateway.sandbox_store.SandboxStore` holds the records in this process's memory. The
+:class:`~hermes.toolgateway.sandbox.store.SandboxStore` holds the records in this process's memory. The
 processes and folders are local to one host anyway, so several gateway processes need **sticky
 routing** for this relay (by token); a restart ends every sandbox (persistent homes stay).
 """
@@ -39,10 +39,10 @@ from pathlib import Path
 
 from hermes.errors import ConfigError
 from hermes.toolgateway.errors import GatewayHTTPError, too_many
-from hermes.toolgateway.sandbox_config import MIB, SandboxConfig
-from hermes.toolgateway.sandbox_fs import SandboxFS, reachable_by, resolve_cwd
-from hermes.toolgateway.sandbox_proc import ExecProcess, Identity, Rlimits, child_env, kill_group, stop
-from hermes.toolgateway.sandbox_store import (
+from hermes.toolgateway.sandbox.config import MIB, SandboxConfig
+from hermes.toolgateway.sandbox.fs import SandboxFS, reachable_by, resolve_cwd
+from hermes.toolgateway.sandbox.proc import ExecProcess, Identity, Rlimits, child_env, kill_group, stop
+from hermes.toolgateway.sandbox.store import (
     CANCEL_CODE,
     ENDED,
     START_FAILED_CODE,
@@ -56,7 +56,7 @@ from hermes.toolgateway.sandbox_store import (
     SandboxStore,
 )
 
-log = logging.getLogger("hermes.toolgateway.sandboxes")
+log = logging.getLogger("hermes.toolgateway.sandbox.engine")
 PRUNE_EVERY = 600.0
 
 

@@ -20,7 +20,7 @@ The gateway (root, when it switches users) never follows a path component that t
 controls: folders inside a home are created and handed over through descriptors opened with
 ``O_NOFOLLOW`` (:meth:`SandboxFS.make_dirs`), trees are deleted the same way (:func:`_remove`), and a
 command changes into its working directory only after it became the sandbox user
-(:meth:`~hermes.toolgateway.sandbox_proc.Rlimits.preexec`).
+(:meth:`~hermes.toolgateway.sandbox.proc.Rlimits.preexec`).
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import IO
 
 from hermes.toolgateway.errors import GatewayHTTPError
-from hermes.toolgateway.sandbox_proc import Identity
+from hermes.toolgateway.sandbox.proc import Identity
 
 MAX_CWD = 4096
-log = logging.getLogger("hermes.toolgateway.sandboxes")
+log = logging.getLogger("hermes.toolgateway.sandbox.engine")
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 

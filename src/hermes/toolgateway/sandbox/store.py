@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes.toolgateway.sandbox_proc import CappedOutput
+from hermes.toolgateway.sandbox.proc import CappedOutput
 
 TERMINAL = frozenset({"completed", "failed", "cancelled", "timeout"})
 TIMEOUT_CODE, CANCEL_CODE, START_FAILED_CODE = 124, 130, 126

@@ -3,11 +3,11 @@
 Every browser session is one Chromium with a fresh directory (its log; ``profile``, ``downloads`` and
 ``home`` — its HOME, TMPDIR and working directory), started in its own process group with
 ``--remote-debugging-pipe``: it speaks the DevTools protocol only over two pipes the gateway holds
-(:mod:`hermes.toolgateway.cdppipe`) and opens **no** DevTools port, so no other process of the host
+(:mod:`hermes.toolgateway.browser.cdppipe`) and opens **no** DevTools port, so no other process of the host
 (another user's sandbox command, say) can find and drive it. ``sh`` puts the pipes on the descriptors
 Chromium reads (3) and writes (4) and then becomes Chromium. Clients reach the browser through the
-gateway's WebSocket proxy (:mod:`hermes.toolgateway.cdpproxy`). Every connection the browser itself
-opens goes through the pool's network fence (:mod:`hermes.toolgateway.browserfence`),
+gateway's WebSocket proxy (:mod:`hermes.toolgateway.browser.cdpproxy`). Every connection the browser itself
+opens goes through the pool's network fence (:mod:`hermes.toolgateway.browser.fence`),
 which keeps it off loopback and private networks.
 
 Chromium never runs as root: a gateway running as root needs ``run_as``, an unprivileged user
@@ -47,12 +47,12 @@ from typing import Any, NoReturn
 
 from hermes.errors import ConfigError
 from hermes.net.safefetch import FetchPolicy
-from hermes.toolgateway.browser_config import BrowserUseConfig
-from hermes.toolgateway.browserfence import NetworkFence
-from hermes.toolgateway.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed, PipeError
+from hermes.toolgateway.browser.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed, PipeError
+from hermes.toolgateway.browser.config import BrowserUseConfig
+from hermes.toolgateway.browser.fence import NetworkFence
 from hermes.toolgateway.errors import GatewayHTTPError
-from hermes.toolgateway.sandbox_fs import reachable_by
-from hermes.toolgateway.sandbox_proc import Identity
+from hermes.toolgateway.sandbox.fs import reachable_by
+from hermes.toolgateway.sandbox.proc import Identity
 
 log = logging.getLogger("hermes.toolgateway")
 

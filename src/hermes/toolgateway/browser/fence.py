@@ -9,7 +9,7 @@ the name is resolved here, **every** address must be public (loopback only with 
 private ranges only with ``allow_private``; link-local and cloud metadata never), and the connection
 goes to the vetted address. The fence's own port, and any loopback port ``blocked_ports()`` names, are
 refused even when loopback is allowed. (The pooled browsers themselves open no DevTools port: they
-are driven over pipes, see :mod:`hermes.toolgateway.cdppipe`.)
+are driven over pipes, see :mod:`hermes.toolgateway.browser.cdppipe`.)
 
 Only ``CONNECT`` without authentication is spoken (what Chromium uses); it listens on 127.0.0.1.
 """

@@ -26,10 +26,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from hermes.toolgateway.accounts import AccountError, User
-from hermes.toolgateway.auth import extract_token
 from hermes.toolgateway.errors import GatewayHTTPError, json_response
-from hermes.toolgateway.oauth import DEVICE_GRANT, OAuthError, normalise_user_code
+from hermes.toolgateway.portal.accounts import AccountError, User
+from hermes.toolgateway.portal.auth import extract_token
+from hermes.toolgateway.portal.oauth import DEVICE_GRANT, OAuthError, normalise_user_code
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway

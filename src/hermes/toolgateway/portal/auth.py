@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes.toolgateway import jwt
-from hermes.toolgateway.accounts import Accounts, User
 from hermes.toolgateway.config import PlanConfig
 from hermes.toolgateway.errors import GatewayHTTPError, unauthorized
+from hermes.toolgateway.portal import jwt
+from hermes.toolgateway.portal.accounts import Accounts, User
 
 #: ``bearer`` and ``key`` read ``Authorization``; any other entry is a header name holding the bare token.
 TokenSource = str

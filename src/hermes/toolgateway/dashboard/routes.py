@@ -11,7 +11,7 @@
 * ``GET /admin/dashboard[?user=NAME]`` — everyone's usage (per user and per tool, the same chart),
   after ``POST /admin/dashboard/signin`` with the admin token; ``POST /admin/dashboard/signout``.
 
-Sessions (:mod:`hermes.toolgateway.dashboard_session`) live in ``HttpOnly; SameSite=Strict`` cookies
+Sessions (:mod:`hermes.toolgateway.dashboard.session`) live in ``HttpOnly; SameSite=Strict`` cookies
 (``Secure`` when ``public_url`` is https) scoped to their page's path, holding a signed, expiring value —
 never a gateway token. Every form is a POST that must carry a CSRF token bound to the session (or, for
 the sign-in forms, to a pre-session nonce cookie) and must not come from another site (``Origin`` /
@@ -33,14 +33,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from hermes.toolgateway.accounts import AccountError, User
 from hermes.toolgateway.api import usage_window
-from hermes.toolgateway.dashboard_chart import day_range
-from hermes.toolgateway.dashboard_pages import Report, document, report_body, signin_form, user_filter, user_table
-from hermes.toolgateway.dashboard_session import ADMIN_TTL, USER_TTL, Refusal, Session, Sessions
-from hermes.toolgateway.errors import GatewayHTTPError
-from hermes.toolgateway.metering import month_period, next_period_start
-from hermes.toolgateway.portal import read_form
+from hermes.toolgateway.dashboard.chart import day_range
+from hermes.toolgateway.dashboard.pages import Report, document, report_body, signin_form, user_filter, user_table
+from hermes.toolgateway.dashboard.session import ADMIN_TTL, USER_TTL, Refusal, Session, Sessions
+from hermes.toolgateway.errors import GatewayHTTPError, refusal
+from hermes.toolgateway.portal.accounts import AccountError, User
+from hermes.toolgateway.portal.routes import read_form
+from hermes.toolgateway.storage.base import StorageError
+from hermes.toolgateway.storage.metering import month_period, next_period_start
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway
@@ -244,8 +245,9 @@ class Dashboard:
             return self._start(request, user, None)
         try:
             principal = self.gw.auth.authenticate(secret)
-        except GatewayHTTPError as exc:
-            return self.signin(request, USER, f"That token was refused: {exc.message}", exc.status)
+        except (GatewayHTTPError, StorageError) as exc:
+            refused = refusal(exc)
+            return self.signin(request, USER, f"That token was refused: {refused.message}", refused.status)
         return self._start(request, principal.user, principal.jti)
 
     async def user_signout(self, request: Request) -> Response:
