@@ -10,14 +10,9 @@ capped at ``max_results`` with ``truncated: true`` when more exist.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -82,6 +77,8 @@ def ripgrep() -> str | None:
     """The rg executable, unless missing or disabled with ``HERMES_NO_RG``."""
     if os.environ.get("HERMES_NO_RG", "").strip().lower() not in ("", "0", "false", "no"):
         return None
+    import shutil  # the process machinery is imported on first use, not when discovery imports the tool
+
     return shutil.which("rg")
 
 
@@ -125,6 +122,10 @@ def _rg_base(rg: str, root: Path, args: dict[str, Any]) -> list[str]:
 
 def _run_lines(cmd: list[str], consume: Callable[[str], bool]) -> tuple[int | None, str, bool]:
     """Run ``cmd``, feed stdout lines to ``consume`` until it returns False; (rc, stderr, stopped early)."""
+    import subprocess
+    import tempfile
+    import threading
+
     if any("\x00" in part for part in cmd):
         raise _RgFailed("NUL character in the arguments")
     with tempfile.TemporaryFile() as err, subprocess.Popen(
@@ -151,6 +152,8 @@ def _run_lines(cmd: list[str], consume: Callable[[str], bool]) -> tuple[int | No
 def _rg_text(obj: dict[str, Any]) -> str:
     if "text" in obj:
         return str(obj["text"])
+    import base64
+
     try:
         return base64.b64decode(str(obj.get("bytes", ""))).decode("utf-8", errors="replace")
     except ValueError:
