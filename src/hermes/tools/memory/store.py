@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from hermes.config.atomic import atomic_write
 from hermes.config.paths import HermesPaths
 from hermes.errors import ConfigError, ToolError
-from hermes.tools.memory.guard import check_entry
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
@@ -205,6 +204,8 @@ class MemoryStore:
         text = "\n".join(line.rstrip() for line in content.strip().splitlines())
         if any(line.strip() == DELIMITER for line in text.splitlines()):
             raise ToolError(f"'{field}' must not contain a line holding only '{DELIMITER}' (the entry separator)")
+        from hermes.tools.memory.guard import check_entry  # its patterns are compiled on the first write
+
         check_entry(text)
         return text
 
