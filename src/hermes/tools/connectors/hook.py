@@ -14,16 +14,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes.connectors.accounts import Account
-from hermes.connectors.alias import finish_with_account, inject_alias, resolve_alias
 from hermes.errors import HermesError, ToolArgumentError
 from hermes.tools.registry import ToolEntry, ToolRegistry
 
+if TYPE_CHECKING:  # the account rules are imported when a connector tool is first shown or called
+    from hermes.connectors.accounts import Account
+
 log = logging.getLogger("hermes.connectors")
 
-Fetch = Callable[[], Sequence[Account]]
+Fetch = Callable[[], Sequence["Account"]]
 
 
 def fetch_from_settings() -> list[Account]:
@@ -94,9 +95,13 @@ class ConnectorHook:
         accounts = self.directory.accounts_for_schema()
         if accounts is None:
             return dict(entry.schema)
+        from hermes.connectors.alias import inject_alias
+
         return inject_alias(entry.schema, self.app_of(entry), accounts)
 
     def bind(self, entry: ToolEntry, args: dict[str, Any]) -> tuple[ToolEntry, dict[str, Any]]:
+        from hermes.connectors.alias import finish_with_account, resolve_alias
+
         app = self.app_of(entry)
         try:
             rest, account = resolve_alias(args, app, self.directory.accounts())

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -250,6 +249,8 @@ class SkillStore:
         resolved = skill.path.resolve()
         if not resolved.is_relative_to(root) or resolved == root:
             raise SkillError(f"refusing to delete {skill.path}: it is not inside {self.root}")
+        import shutil  # not at module level: discovery imports this module at every start-up
+
         shutil.rmtree(resolved)
         return skill
 
