@@ -17,14 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.errors import ToolError
-from hermes.tools.code.limits import (
-    DEFAULT_ALLOWED_TOOLS,
-    MAX_CODE_CHARS,
-    MAX_TIMEOUT,
-    TOOL_NAME,
-    allowed_tools,
-    load_limits,
-)
+from hermes.tools.code import DEFAULT_ALLOWED_TOOLS, MAX_CODE_CHARS, MAX_TIMEOUT, TOOL_NAME
 from hermes.tools.context import ToolSession, session_of
 from hermes.tools.registry import ToolEntry, ToolRegistry, registry
 
@@ -123,6 +116,8 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
     if not isinstance(code, str) or not code.strip():
         raise ToolError("'code' must be a non-empty Python script")
     session = session_of(kw)
+    from hermes.tools.code.limits import allowed_tools, load_limits  # first call, not discovery
+
     limits = load_limits(session.settings if session is not None else None)
     raw_timeout = args.get("timeout")
     timeout = limits.default_timeout if raw_timeout is None else int(raw_timeout)

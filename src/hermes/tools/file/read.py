@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.redact import MASK, redact, secret_values
-from hermes.tools.file.baseline import MAX_LIMIT, PAGE_LINES, tracker_for
+from hermes.tools.file import MAX_LIMIT, PAGE_LINES
 from hermes.tools.file.paths import check_read, display, resolve_path
 from hermes.tools.registry import registry
 
@@ -131,6 +131,7 @@ def _page(
 
 def read_file(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``read_file``."""
+    from hermes.tools.file.baseline import tracker_for
     from hermes.tools.file.content import load  # not at module level: it imports hashlib
 
     path = resolve_path(args["path"])

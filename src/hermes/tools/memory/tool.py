@@ -12,20 +12,13 @@ import json
 from typing import TYPE_CHECKING, Any, cast
 
 from hermes.errors import ToolError
-from hermes.tools.memory.store import (
-    DEFAULT_MEMORY_LIMIT,
-    DEFAULT_USER_LIMIT,
-    TARGETS,
-    MemoryRefused,
-    MemoryStore,
-    Target,
-    memory_enabled,
-)
+from hermes.tools.memory import DEFAULT_MEMORY_LIMIT, DEFAULT_USER_LIMIT, TARGETS, Target
 from hermes.tools.registry import registry
 from hermes.tools.results import error_json
 
 if TYPE_CHECKING:
     from hermes.tools.context import ToolSession
+    from hermes.tools.memory.store import MemoryStore
 
 ACTIONS = ("add", "replace", "remove", "read")
 
@@ -60,6 +53,8 @@ MEMORY_SCHEMA: dict[str, Any] = {
 
 def run_memory(args: dict[str, Any], store: MemoryStore) -> str:
     """Carry out one memory call on ``store``; always returns a JSON string."""
+    from hermes.tools.memory.store import MemoryRefused
+
     action = args.get("action")
     target = args.get("target")
     try:
@@ -88,6 +83,8 @@ def run_memory(args: dict[str, Any], store: MemoryStore) -> str:
 
 def handle_memory(args: dict[str, Any], session: ToolSession) -> str:
     """The agent loop's handler for ``memory`` (arguments already validated against the schema)."""
+    from hermes.tools.memory.store import MemoryStore, memory_enabled  # not at start-up: see the package
+
     settings = session.settings
     if not memory_enabled(settings):
         return error_json("memory is turned off (memory.enabled: false in config.yaml)")

@@ -30,14 +30,13 @@ from typing import Any
 from hermes.config.atomic import atomic_write
 from hermes.config.paths import HermesPaths
 from hermes.errors import ToolError
+from hermes.tools.skills import MAX_FILE_BYTES, MAX_SKILL_CHARS
 
 logger = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MAX_DESCRIPTION = 1024
-MAX_SKILL_CHARS = 100_000
-MAX_FILE_BYTES = 256 * 1024
 MAX_LISTED_FILES = 200
 INDEX_MAX_SKILLS = 100
 INDEX_DESCRIPTION_CHARS = 200
