@@ -162,20 +162,20 @@ def _any_distribution_declares(group: str) -> bool:
     Importing importlib.metadata and scanning with it costs ~10 ms; reading the few entry_points.txt
     files directly costs well under one, and in the common case (no plugin packages) is all we need.
     """
-    marker = f"[{group}]"
+    marker = f"[{group}]".encode()
     for entry in sys.path:
         try:
             with os.scandir(entry or ".") as it:
-                names = [d.name for d in it if d.name.endswith((".dist-info", ".egg-info"))]
+                folders = [d.path for d in it if d.name.endswith((".dist-info", ".egg-info"))]
         except OSError:
             continue
-        for name in names:
-            try:
-                text = Path(entry or ".", name, "entry_points.txt").read_text(encoding="utf-8", errors="replace")
+        for folder in folders:
+            try:  # plain open and bytes: most folders have no entry_points.txt, and this runs at every start
+                with open(os.path.join(folder, "entry_points.txt"), "rb") as fh:
+                    if marker in fh.read():
+                        return True
             except OSError:
                 continue
-            if marker in text:
-                return True
     return False
 
 
