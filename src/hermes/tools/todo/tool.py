@@ -51,6 +51,8 @@ TODO_SCHEMA: dict[str, Any] = {
 
 @dataclass
 class TodoItem:
+    """One entry of the todo list."""
+
     id: str
     content: str
     status: str
