@@ -24,6 +24,8 @@ _SHAPES = re.compile(
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}"
     r"|\bAKIA[0-9A-Z]{16}\b"
 )
+#: a text holding none of these has no match of _SHAPES (each alternative contains one of them)
+_SHAPE_HINTS = ("earer", "sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox", "AKIA")
 MASK = "***REDACTED***"
 _MIN_SECRET_LEN = 8
 
@@ -93,6 +95,9 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for value in secrets:
         if value in text:
             text = text.replace(value, MASK)
+
+    if not any(hint in text for hint in _SHAPE_HINTS):
+        return text  # the common case: scanning 50 kB with _SHAPES costs ~5 ms, these tests ~50 µs
 
     def repl(m: re.Match[str]) -> str:
         return (m.group("bearer") or "") + MASK
