@@ -503,6 +503,22 @@ def test_secrets_from_env_are_masked(reg: ToolRegistry, monkeypatch: pytest.Monk
     assert secret not in message and MASK in message
 
 
+def test_masking_follows_the_environment_from_one_call_to_the_next(
+    reg: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROTATING_API_KEY", "first-value-0123456789")
+    reg.register(name="echo_env", toolset="t", schema=simple_schema("echo_env"),
+                 handler=lambda a, **k: {"seen": [os.environ.get(n, "") for n in ("ROTATING_API_KEY", "NEW_TOKEN")]})
+    assert json.loads(reg.dispatch("echo_env", {})) == {"seen": [MASK, ""]}
+    monkeypatch.setenv("ROTATING_API_KEY", "second-value-0123456789")  # same names, new value
+    assert json.loads(reg.dispatch("echo_env", {})) == {"seen": [MASK, ""]}
+    monkeypatch.delenv("ROTATING_API_KEY")
+    monkeypatch.setenv("NEW_TOKEN", "second-value-0123456789")  # the value moves to another name
+    assert json.loads(reg.dispatch("echo_env", {})) == {"seen": ["", MASK]}
+    monkeypatch.setenv("NEW_TOKEN", "short")  # too short to mask
+    assert json.loads(reg.dispatch("echo_env", {})) == {"seen": ["", "short"]}
+
+
 def test_well_known_key_shapes_are_masked(reg: ToolRegistry) -> None:
     shaped = "sk-" + "A1b2C3d4E5f6G7h8I9j0K1l2"
     reg.register(name="shape", toolset="t", schema=simple_schema("shape"), handler=lambda a, **k: {"k": shaped})

@@ -54,8 +54,12 @@ def selected_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(only: str | None = "*") -> argparse.ArgumentParser:
-    """The argument parser; ``only`` names the one command whose options are built ("*": all)."""
+def build_parser(only: str | None = "*", *, others: bool = True) -> argparse.ArgumentParser:
+    """The argument parser; ``only`` names the one command whose options are built ("*": all).
+
+    With ``others=False`` and a command named, the other commands get no sub-parser at all (each costs
+    about 0.3 ms, and only the root's ``--help`` lists them).
+    """
     from hermes.cli.common import add_model_flags
 
     parser = argparse.ArgumentParser(
@@ -72,6 +76,8 @@ def build_parser(only: str | None = "*") -> argparse.ArgumentParser:
     add_model_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in COMMANDS:
+        if not others and only not in (None, "*", name):
+            continue
         sp = sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Formatter)
         if only in ("*", name):
             importlib.import_module(f"hermes.cli.{module}").configure(sp)
@@ -79,12 +85,23 @@ def build_parser(only: str | None = "*") -> argparse.ArgumentParser:
     return parser
 
 
+def _root_help_asked(argv: Sequence[str], command: str | None) -> bool:
+    """Whether ``-h``/``--help`` comes before the command word (the root's help lists every command)."""
+    for token in argv:
+        if token == command:
+            return False
+        if token in ("-h", "--help"):
+            return True
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # answered before building every sub-parser
         print(f"hermes {__version__}")
         return 0
-    parser = build_parser(only=selected_command(argv))
+    only = selected_command(argv)
+    parser = build_parser(only=only, others=_root_help_asked(argv, only))
     args = parser.parse_args(argv)
     from hermes.cli.common import run_command
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -14,6 +13,9 @@ def atomic_write(path: Path, data: str | bytes, *, mode: int | None = None) -> N
     ``mode`` sets the permission bits of the new file (``0o600`` for files holding secrets); when it is
     omitted an existing file keeps its mode.
     """
+    import tempfile  # here, not at module level: with shutil and random it costs ~4 ms, and the modules
+    # importing this one (config files, tool stores) are on every start-up path
+
     path.parent.mkdir(parents=True, exist_ok=True)
     if mode is None and path.exists():
         mode = path.stat().st_mode & 0o7777

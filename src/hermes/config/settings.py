@@ -94,6 +94,8 @@ class ModelSettings:
 
 @dataclass(frozen=True)
 class AgentSettings:
+    """The ``agent:`` section of config.yaml."""
+
     max_iterations: int = DEFAULT_MAX_ITERATIONS
     max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS
     result_budget: int = DEFAULT_RESULT_BUDGET
@@ -114,6 +116,8 @@ class Overrides:
 
 @dataclass
 class Settings:
+    """Everything a command reads: where files live, config.yaml, the environment with ``.env``, overrides."""
+
     paths: HermesPaths
     config: ConfigFile
     env: Environment

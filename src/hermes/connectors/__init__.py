@@ -12,9 +12,21 @@ the commands are ``hermes connectors`` (:mod:`hermes.cli.connectors`).
 
 from __future__ import annotations
 
-from hermes.connectors.accounts import Account, ConnectorError, find_account
-from hermes.connectors.alias import ALIAS_FIELD, inject_alias, resolve_alias, with_account
-from hermes.connectors.naming import NAME_RULE, RENAME_UNSUPPORTED, announcement, app_title, valid_name
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes.connectors.accounts import Account, ConnectorError, find_account
+    from hermes.connectors.alias import ALIAS_FIELD, inject_alias, resolve_alias, with_account
+    from hermes.connectors.naming import NAME_RULE, RENAME_UNSUPPORTED, announcement, app_title, valid_name
+
+#: where each name of ``__all__`` lives; loaded on first access, so that importing one submodule (the
+#: connector tool imports :mod:`.naming` at every start-up) does not import the others
+_HOMES = {
+    "ALIAS_FIELD": "alias", "inject_alias": "alias", "resolve_alias": "alias", "with_account": "alias",
+    "Account": "accounts", "ConnectorError": "accounts", "find_account": "accounts",
+    "NAME_RULE": "naming", "RENAME_UNSUPPORTED": "naming", "announcement": "naming", "app_title": "naming",
+    "valid_name": "naming",
+}
 
 __all__ = [
     "ALIAS_FIELD",
@@ -30,3 +42,12 @@ __all__ = [
     "valid_name",
     "with_account",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)

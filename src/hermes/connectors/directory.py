@@ -13,13 +13,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from hermes.connectors.accounts import Account
 from hermes.errors import HermesError
+
+if TYPE_CHECKING:  # the account rules are imported when a connector tool is first shown or called
+    from hermes.connectors.accounts import Account
 
 log = logging.getLogger("hermes.connectors")
 
-Fetch = Callable[[], Sequence[Account]]
+Fetch = Callable[[], Sequence["Account"]]
 
 
 def fetch_from_settings() -> list[Account]:

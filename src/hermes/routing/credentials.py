@@ -28,8 +28,6 @@ This module only reads auth.json; the login flow writes it.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import logging
 import math
@@ -37,7 +35,6 @@ import os
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -54,6 +51,9 @@ TokenSource = Literal["env", "auth.json"]
 
 
 def _b64url_json(part: str) -> dict[str, Any] | None:
+    import base64  # here: availability checks import this module at every start-up
+    import binascii
+
     try:
         raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
         value = json.loads(raw.decode("utf-8"))
@@ -365,6 +365,8 @@ def _portal_url(nous: Mapping[str, Any] | None, env: Mapping[str, str]) -> str:
 def _iso_time(value: object) -> float | None:
     if not isinstance(value, str):
         return None
+    from datetime import datetime
+
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:

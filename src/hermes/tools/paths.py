@@ -20,7 +20,6 @@ Reads are allowed anywhere except sensitive files: private SSH keys, hermes's ``
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -113,6 +112,8 @@ def display(path: Path) -> str:
 # -- allowed roots ------------------------------------------------------------------------------------
 def default_roots() -> list[Path]:
     """The working directory, the home folder and the system temporary folder."""
+    import tempfile  # ~4 ms with shutil and random; the tool modules import this one at start-up
+
     return [_real(os.getcwd()), _real(Path.home()), _real(tempfile.gettempdir())]
 
 

@@ -9,20 +9,34 @@ head and tail of it with a marker naming how much was left out and where the who
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 TRUNCATION_MARKER = "[hermes: tool result truncated"
 
 
-@dataclass(frozen=True, slots=True)
 class ToolResult:
-    """One call's outcome: the JSON text the model sees, whether it is an error, and notes for surfaces."""
+    """One call's outcome: the JSON text the model sees, whether it is an error, and notes for surfaces.
 
-    text: str
-    is_error: bool = False
-    metadata: dict[str, Any] = field(default_factory=dict)
+    A plain class, not a dataclass: this module is imported at start-up, where building a dataclass costs
+    about a millisecond."""
+
+    __slots__ = ("is_error", "metadata", "text")
+
+    def __init__(self, text: str, is_error: bool = False, metadata: dict[str, Any] | None = None) -> None:
+        self.text = text
+        self.is_error = is_error
+        self.metadata: dict[str, Any] = metadata if metadata is not None else {}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolResult):
+            return NotImplemented
+        return (self.text, self.is_error, self.metadata) == (other.text, other.is_error, other.metadata)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ToolResult(text={self.text!r}, is_error={self.is_error!r}, metadata={self.metadata!r})"
 
 
 class ErrorText(str):

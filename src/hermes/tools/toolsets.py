@@ -48,6 +48,8 @@ ALL_SURFACES = frozenset(Surface)
 
 @dataclass(frozen=True)
 class Toolset:
+    """A named group of tools, the toolsets it includes and the surfaces that may have it."""
+
     name: str
     description: str
     tools: tuple[str, ...] = ()

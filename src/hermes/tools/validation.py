@@ -22,6 +22,7 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "null": (type(None),),
 }
+_NUMBER = (int, float)
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -70,37 +71,39 @@ def _kind(value: Any) -> str:
 
 
 def _matches(value: Any, type_name: str) -> bool:
-    if type_name in ("integer", "number") and isinstance(value, bool):
-        return False
-    if type_name == "integer" and isinstance(value, float):
-        return value.is_integer()
+    if type_name == "string":
+        return isinstance(value, str)
+    if type_name == "integer":
+        if isinstance(value, float):
+            return value.is_integer()
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_name == "number":
+        return isinstance(value, _NUMBER) and not isinstance(value, bool)
     py = _PY_TYPES.get(type_name)
     return True if py is None else isinstance(value, py)
+
 
 
 def check_value(value: Any, schema: dict[str, Any], path: str) -> None:
     """Raise :class:`ToolArgumentError` naming ``path`` when ``value`` does not fit ``schema``."""
     declared = schema.get("type")
     if declared is not None:
-        types = declared if isinstance(declared, list) else [declared]
-        if not any(_matches(value, t) for t in types):
+        many = isinstance(declared, list)
+        if not (any(_matches(value, t) for t in declared) if many else _matches(value, declared)):
+            types = declared if many else [declared]
             want = " or ".join(str(t) for t in types)
             raise ToolArgumentError(f"'{path}' must be {want}, got {_kind(value)}")
     enum = schema.get("enum")
     if enum is not None and value not in enum:
         allowed = ", ".join(json.dumps(e) for e in enum)
         raise ToolArgumentError(f"'{path}' must be one of {allowed}, got {json.dumps(value, default=str)}")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            raise ToolArgumentError(f"'{path}' must be at least {schema['minimum']}, got {value}")
-        if "maximum" in schema and value > schema["maximum"]:
-            raise ToolArgumentError(f"'{path}' must be at most {schema['maximum']}, got {value}")
+    # the kinds below exclude each other, so testing the common ones first changes no message
     if isinstance(value, str):
         if "minLength" in schema and len(value) < schema["minLength"]:
             raise ToolArgumentError(f"'{path}' must have at least {schema['minLength']} characters")
         if "maxLength" in schema and len(value) > schema["maxLength"]:
             raise ToolArgumentError(f"'{path}' must have at most {schema['maxLength']} characters")
-    if isinstance(value, list):
+    elif isinstance(value, list):
         if "minItems" in schema and len(value) < schema["minItems"]:
             raise ToolArgumentError(f"'{path}' must have at least {schema['minItems']} items")
         if "maxItems" in schema and len(value) > schema["maxItems"]:
@@ -109,27 +112,34 @@ def check_value(value: Any, schema: dict[str, Any], path: str) -> None:
         if isinstance(items, dict):
             for i, item in enumerate(value):
                 check_value(item, items, f"{path}[{i}]")
-    if isinstance(value, dict) and ("properties" in schema or "required" in schema):
-        check_object(value, schema, path)
+    elif isinstance(value, dict):
+        if "properties" in schema or "required" in schema:
+            check_object(value, schema, path)
+    elif isinstance(value, _NUMBER) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            raise ToolArgumentError(f"'{path}' must be at least {schema['minimum']}, got {value}")
+        if "maximum" in schema and value > schema["maximum"]:
+            raise ToolArgumentError(f"'{path}' must be at most {schema['maximum']}, got {value}")
 
 
 def check_object(args: dict[str, Any], schema: dict[str, Any], path: str = "") -> None:
     props: dict[str, Any] = schema.get("properties") or {}
-    for key in schema.get("required") or []:
+    required = schema.get("required") or []
+    for key in required:
         if key not in args or args[key] is None:
             where = f"{path}.{key}" if path else key
             raise ToolArgumentError(f"missing required argument '{where}'")
     for key, value in args.items():
-        where = f"{path}.{key}" if path else key
         sub = props.get(key)
         if sub is None:
             if schema.get("additionalProperties") is False:
+                where = f"{path}.{key}" if path else key
                 allowed = ", ".join(props) or "none"
                 raise ToolArgumentError(f"unknown argument '{where}' (allowed: {allowed})")
             continue
-        if value is None and key not in (schema.get("required") or []):
+        if value is None and key not in required:
             continue  # an explicit null for an optional argument means "not given"
-        check_value(value, sub, where)
+        check_value(value, sub, f"{path}.{key}" if path else key)
 
 
 def validate_arguments(args: dict[str, Any], parameters: dict[str, Any]) -> None:

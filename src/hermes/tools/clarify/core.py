@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from hermes.tools.clarify import MAX_CHOICES
 from hermes.tools.requests import Request
 
 Status = Literal["answered", "skipped", "unanswered"]
@@ -33,8 +34,6 @@ Answer = str | list[str]
 STATUSES: tuple[Status, ...] = ("answered", "skipped", "unanswered")
 OUTCOMES: tuple[Outcome, ...] = ("submitted", "cancelled", "timed_out", "undelivered")
 
-MAX_QUESTIONS = 5
-MAX_CHOICES = 8
 
 NO_CHAT_SURFACE = "[clarify prompt could not be delivered: no chat surface]"
 NOT_DELIVERED = "[clarify prompt could not be delivered]"

@@ -13,21 +13,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolArgumentError
-from hermes.tools.clarify.core import (
-    MAX_CHOICES,
-    MAX_QUESTIONS,
-    NO_CHAT_SURFACE,
-    NOT_DELIVERED,
-    ClarifyRequest,
-    ClarifySession,
-    Question,
-)
+from hermes.tools.clarify import MAX_CHOICES, MAX_QUESTIONS
 from hermes.tools.context import SessionView, session_of
 from hermes.tools.registry import registry
-from hermes.tools.toolsets import Surface
+
+if TYPE_CHECKING:  # the engine is imported on the first call, not when discovery imports this module
+    from hermes.tools.clarify.core import ClarifySession, Question
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +74,8 @@ CLARIFY_SCHEMA: dict[str, Any] = {
 
 def parse_tool_questions(args: Mapping[str, Any]) -> list[Question]:
     """The validated questions of a call; errors name the offending field."""
+    from hermes.tools.clarify.core import Question
+
     raw = args.get("questions")
     if not isinstance(raw, list) or not 1 <= len(raw) <= MAX_QUESTIONS:
         raise ToolArgumentError(f"'questions' must be an array of 1 to {MAX_QUESTIONS} question objects")
@@ -114,6 +110,8 @@ def timeout_of(session: SessionView | None) -> float:
 
 
 def _has_person(session: SessionView) -> bool:
+    from hermes.tools.toolsets import Surface
+
     try:
         return Surface(session.surface).has_person
     except ValueError:
@@ -121,6 +119,8 @@ def _has_person(session: SessionView) -> bool:
 
 
 def _from_reply(questions: list[Question], reply: Any) -> ClarifySession:
+    from hermes.tools.clarify.core import NOT_DELIVERED, ClarifySession
+
     if isinstance(reply, ClarifySession):
         reply = reply.result()
     if isinstance(reply, Mapping):
@@ -133,6 +133,8 @@ def _from_reply(questions: list[Question], reply: Any) -> ClarifySession:
 
 def clarify(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """The tool handler (see the module docstring)."""
+    from hermes.tools.clarify.core import NO_CHAT_SURFACE, NOT_DELIVERED, ClarifyRequest, ClarifySession
+
     questions = parse_tool_questions(args)
     session = session_of(kw)
     state = ClarifySession(questions)

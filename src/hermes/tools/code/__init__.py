@@ -8,4 +8,17 @@
 * :mod:`.sandbox` — the child's scrubbed environment, process group handling and output caps.
 
 See ``docs/tools/execute_code.md``.
+
+The limits the schema names live here, so that discovery (which imports :mod:`.tool` at every start-up)
+does not import :mod:`.limits`.
 """
+
+TOOL_NAME = "execute_code"
+
+#: what scripts may call unless ``code_execution.allowed_tools`` says otherwise
+DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
+    "read_file", "write_file", "patch", "search_files", "terminal", "web_search", "web_extract",
+)
+MAX_TIMEOUT = 600
+#: the most source a script may have, in characters
+MAX_CODE_CHARS = 200_000

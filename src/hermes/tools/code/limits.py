@@ -24,27 +24,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes.errors import ConfigError
+from hermes.tools.code import DEFAULT_ALLOWED_TOOLS, MAX_TIMEOUT, TOOL_NAME
 from hermes.tools.registry import ToolRegistry
 
-TOOL_NAME = "execute_code"
-
-#: what scripts may call unless ``code_execution.allowed_tools`` says otherwise
-DEFAULT_ALLOWED_TOOLS: tuple[str, ...] = (
-    "read_file", "write_file", "patch", "search_files", "terminal", "web_search", "web_extract",
-)
 #: never callable from a script: execute_code itself (no recursion) and tools that talk to the person;
 #: tools that need the session's state (``needs_session``) and ``interactive`` ones are left out too
 NEVER_ALLOWED: frozenset[str] = frozenset({TOOL_NAME, "clarify"})
 
 DEFAULT_TIMEOUT = 120
-MAX_TIMEOUT = 600
 DEFAULT_MAX_TOOL_CALLS = 50
 DEFAULT_MAX_OUTPUT_CHARS = 50_000
 DEFAULT_MAX_STDERR_CHARS = 10_000
 #: the largest RPC message (request or reply) in bytes
 MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-#: the most source a script may have, in characters
-MAX_CODE_CHARS = 200_000
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
-from hermes.tools.code.limits import (
-    DEFAULT_ALLOWED_TOOLS,
-    MAX_CODE_CHARS,
-    MAX_TIMEOUT,
-    TOOL_NAME,
-    allowed_tools,
-    load_limits,
-)
+from hermes.tools.code import DEFAULT_ALLOWED_TOOLS, MAX_CODE_CHARS, MAX_TIMEOUT, TOOL_NAME
 from hermes.tools.context import SessionView, session_of
 from hermes.tools.registry import ToolEntry, ToolRegistry, registry
-from hermes.tools.session import SessionContext, ToolSession
+
+if TYPE_CHECKING:
+    from hermes.tools.session import ToolSession
 
 #: key of this tool family's entry in ``session.state``
 STATE_KEY = "execute_code"
@@ -92,6 +87,8 @@ def _session_tools(session: SessionView | None) -> tuple[str, ...] | None:
 def _script_session(caller: SessionView | None, reg: ToolRegistry, task_id: str,
                     names: tuple[str, ...]) -> ToolSession:
     """The session the script's tool calls run in: the caller's context with its own task id and state."""
+    from hermes.tools.session import SessionContext, ToolSession
+
     if isinstance(caller, ToolSession):
         return caller.child(task_id=task_id, tools=names, state=_script_state(caller))
     if caller is None:
@@ -107,6 +104,8 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
     if not isinstance(code, str) or not code.strip():
         raise ToolError("'code' must be a non-empty Python script")
     session = session_of(kw)
+    from hermes.tools.code.limits import allowed_tools, load_limits  # first call, not discovery
+
     limits = load_limits(session.settings if session is not None else None)
     raw_timeout = args.get("timeout")
     timeout = limits.default_timeout if raw_timeout is None else int(raw_timeout)

@@ -10,17 +10,16 @@ lends it (``SessionContext.cron_runner``), and returns its output.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.tools.context import session_of
 from hermes.tools.cron import MAX_GRACE_SECONDS, MAX_PROMPT, MAX_SKILLS, MAX_TOOLSETS
 from hermes.tools.registry import registry
-from hermes.tools.session import ToolSession
-from hermes.tools.toolsets import Surface
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from hermes.config.settings import Settings
     from hermes.store.cron import CronStore
     from hermes.tools.cron.runner import JobRunner
@@ -116,6 +115,8 @@ class _Call:
 
 
 def _now() -> datetime:
+    from datetime import datetime  # not at module level: discovery imports this module at start-up
+
     return datetime.now().astimezone()
 
 
@@ -200,6 +201,7 @@ def cronjob_manage(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """The tool's handler: check the action's arguments, then act on the cron store of HERMES_HOME."""
     from hermes.config.paths import HermesPaths
     from hermes.store.cron import CronStore
+    from hermes.tools.toolsets import Surface
 
     session = session_of(kw)
     if session is not None and session.surface == Surface.CRON:
@@ -211,6 +213,8 @@ def cronjob_manage(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolArgumentError(f"'{extra[0]}' is not used by action '{action}' (it takes {used})")
     settings = session.settings if session is not None else None
     path = settings.paths.database if settings is not None else HermesPaths.current().database
+    from hermes.tools.session import ToolSession
+
     caller = kw.get("session")
     runner = caller.context.cron_runner if isinstance(caller, ToolSession) else None
     with CronStore(path) as store:

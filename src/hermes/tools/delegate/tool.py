@@ -7,11 +7,13 @@ here hands the call to it. Registered with ``needs_session=True`` (docs/requirem
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.tools.registry import registry
-from hermes.tools.session import ToolSession
+
+if TYPE_CHECKING:
+    from hermes.tools.session import ToolSession
 
 MAX_BATCH = 8
 

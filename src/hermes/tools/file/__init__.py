@@ -9,5 +9,11 @@ Modules:
 * :mod:`.matching` — patch's exact and whitespace-tolerant match strategies, :mod:`.difftext` its diff;
 * :mod:`.walk` — the pure-Python file walker and matcher used when ripgrep is not installed.
 
-See docs/tools/file.md for the user-facing description.
+See docs/tools/file.md for the user-facing description. The page sizes the schemas name live here, so
+that discovery (which imports the four tool modules at every start-up) imports none of the engines.
 """
+
+#: lines per read_file page by default
+PAGE_LINES = 500
+#: the largest page read_file accepts
+MAX_LIMIT = 2000

@@ -28,10 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.tools.context import session_of
+from hermes.tools.file import MAX_LIMIT, PAGE_LINES
 
-PAGE_LINES = 500
-#: the largest page read_file accepts
-MAX_LIMIT = 2000
 _MAX_VERSIONS = 4
 _MAX_TASKS = 256
 _STATE_KEY = "file"

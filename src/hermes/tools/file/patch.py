@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes.config.atomic import atomic_write
 from hermes.errors import ToolError
-from hermes.redact import redact, secret_values
-from hermes.tools.file.baseline import Version, path_lock, tracker_for
-from hermes.tools.file.content import load, version_of
-from hermes.tools.file.difftext import unified_diff
-from hermes.tools.file.matching import LABELS, plan_edit
-from hermes.tools.paths import check_write, display, resolve_path, stat_or_none
 from hermes.tools.registry import registry
+
+if TYPE_CHECKING:
+    from hermes.tools.file.baseline import Version
 
 PATCH_SCHEMA: dict[str, Any] = {
     "name": "patch",
@@ -54,6 +50,15 @@ PATCH_SCHEMA: dict[str, Any] = {
 
 def patch(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``patch``."""
+    # imported here, not at module level: discovery imports this module at every start-up
+    from hermes.config.atomic import atomic_write
+    from hermes.redact import redact, secret_values
+    from hermes.tools.file.baseline import path_lock, tracker_for
+    from hermes.tools.file.content import load, version_of
+    from hermes.tools.file.difftext import unified_diff
+    from hermes.tools.file.matching import LABELS, plan_edit
+    from hermes.tools.paths import check_write, display, resolve_path, stat_or_none
+
     raw = args["path"]
     old: str = args["old_string"]
     new: str = args["new_string"]

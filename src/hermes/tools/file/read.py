@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.redact import MASK, redact, secret_values
-from hermes.tools.file.baseline import MAX_LIMIT, PAGE_LINES, tracker_for
-from hermes.tools.file.content import Snapshot, image_size, load
+from hermes.tools.file import MAX_LIMIT, PAGE_LINES
 from hermes.tools.paths import check_read, display, resolve_path
 from hermes.tools.registry import registry
+
+if TYPE_CHECKING:
+    from hermes.tools.file.content import Snapshot
 
 MAX_LINE_CHARS = 2000
 #: characters of JSON-escaped page text per result (the entry's own budget is a little larger)
@@ -58,6 +60,8 @@ READ_FILE_SCHEMA: dict[str, Any] = {
 
 
 def _describe_other(snap: Snapshot, shown: str) -> dict[str, Any]:
+    from hermes.tools.file.content import image_size
+
     size = snap.version.size
     if snap.kind == "image":
         dims = image_size(snap.data, snap.detail)
@@ -127,6 +131,9 @@ def _page(
 
 def read_file(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``read_file``."""
+    from hermes.tools.file.baseline import tracker_for
+    from hermes.tools.file.content import load  # not at module level: it imports hashlib
+
     path = resolve_path(args["path"])
     check_read(path)
     offset = int(args.get("offset") or 1)

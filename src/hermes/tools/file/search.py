@@ -10,30 +10,15 @@ capped at ``max_results`` with ``truncated: true`` when more exist.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
-from hermes.tools.file.walk import (
-    MAX_FILE_BYTES,
-    SKIP_DIRS,
-    WalkLimits,
-    clip,
-    glob_matches,
-    parent_ignores,
-    read_text_lines,
-    walk_files,
-)
 from hermes.tools.paths import (
     VIRTUAL_DIRS,
     check_read,
@@ -43,6 +28,9 @@ from hermes.tools.paths import (
     stat_or_none,
 )
 from hermes.tools.registry import registry
+
+if TYPE_CHECKING:  # the walker is imported by the functions that use it: discovery imports this module
+    from hermes.tools.file.walk import WalkLimits
 
 TIME_LIMIT = 30.0
 _GLOB_CHARS = frozenset("*?[")
@@ -82,6 +70,8 @@ def ripgrep() -> str | None:
     """The rg executable, unless missing or disabled with ``HERMES_NO_RG``."""
     if os.environ.get("HERMES_NO_RG", "").strip().lower() not in ("", "0", "false", "no"):
         return None
+    import shutil  # the process machinery is imported on first use, not when discovery imports the tool
+
     return shutil.which("rg")
 
 
@@ -100,6 +90,8 @@ def _visible(path: Path, root: Path, venvs: dict[Path, bool]) -> bool:
 
 
 def _entry(shown: str, number: int, lines: dict[int, str], context: int) -> dict[str, Any]:
+    from hermes.tools.file.walk import clip
+
     item: dict[str, Any] = {"file": shown, "line": number, "text": clip(lines[number])}
     if context:
         item["before"] = [{"line": n, "text": clip(lines[n])} for n in range(number - context, number) if n in lines]
@@ -112,6 +104,8 @@ def _entry(shown: str, number: int, lines: dict[int, str], context: int) -> dict
 # -- ripgrep ---------------------------------------------------------------------------------------------------
 def _rg_base(rg: str, root: Path, args: dict[str, Any]) -> list[str]:
     cmd = [rg, "--hidden", "--no-require-git", "--no-config", "--sort", "path", "--no-messages"]
+    from hermes.tools.file.walk import MAX_FILE_BYTES, SKIP_DIRS
+
     cmd += ["--max-filesize", str(MAX_FILE_BYTES)]
     for name in sorted(SKIP_DIRS):
         cmd += ["-g", f"!{name}/"]
@@ -125,6 +119,10 @@ def _rg_base(rg: str, root: Path, args: dict[str, Any]) -> list[str]:
 
 def _run_lines(cmd: list[str], consume: Callable[[str], bool]) -> tuple[int | None, str, bool]:
     """Run ``cmd``, feed stdout lines to ``consume`` until it returns False; (rc, stderr, stopped early)."""
+    import subprocess
+    import tempfile
+    import threading
+
     if any("\x00" in part for part in cmd):
         raise _RgFailed("NUL character in the arguments")
     with tempfile.TemporaryFile() as err, subprocess.Popen(
@@ -151,6 +149,8 @@ def _run_lines(cmd: list[str], consume: Callable[[str], bool]) -> tuple[int | No
 def _rg_text(obj: dict[str, Any]) -> str:
     if "text" in obj:
         return str(obj["text"])
+    import base64
+
     try:
         return base64.b64decode(str(obj.get("bytes", ""))).decode("utf-8", errors="replace")
     except ValueError:
@@ -233,6 +233,8 @@ def _rg_files(
 def _python_walk(root: Path, args: dict[str, Any], limits: WalkLimits) -> Iterator[Path]:
     glob = args.get("file_glob")
     venvs: dict[Path, bool] = {}
+    from hermes.tools.file.walk import glob_matches, parent_ignores, walk_files
+
     for path in walk_files(root, limits, parent_ignores(root) if root.is_dir() else []):
         if glob and not glob_matches(glob, path, root):
             continue
@@ -243,6 +245,8 @@ def _python_walk(root: Path, args: dict[str, Any], limits: WalkLimits) -> Iterat
 def _py_content(
     root: Path, regex: re.Pattern[str], args: dict[str, Any], max_results: int, context: int
 ) -> tuple[list[Any], bool, str | None]:
+    from hermes.tools.file.walk import WalkLimits, read_text_lines
+
     limits = WalkLimits(time.monotonic() + TIME_LIMIT)
     items: list[dict[str, Any]] = []
     for path in _python_walk(root, args, limits):
@@ -265,6 +269,8 @@ def _name_filter(args: dict[str, Any], root: Path) -> Callable[[Path], bool]:
     pattern: str = args["pattern"]
     ci = bool(args.get("case_insensitive"))
     if _GLOB_CHARS & set(pattern):
+        from hermes.tools.file.walk import glob_matches
+
         return lambda p: glob_matches(pattern, p, root, ci)
     needle = pattern.lower() if ci else pattern
     return lambda p: needle in (p.name.lower() if ci else p.name)
@@ -303,6 +309,8 @@ def search_files(args: dict[str, Any], **kw: Any) -> str:
             except _RgFailed:
                 files = None
         if files is None:
+            from hermes.tools.file.walk import WalkLimits
+
             limits = WalkLimits(time.monotonic() + TIME_LIMIT)
             files = []
             truncated = False

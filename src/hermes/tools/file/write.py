@@ -9,20 +9,19 @@ and whether the file was created.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes.config.atomic import atomic_write
 from hermes.errors import ToolError
-from hermes.tools.file.baseline import Version, path_lock, tracker_for
-from hermes.tools.file.content import MAX_TEXT_BYTES, classify, hash_file, version_of
 from hermes.tools.paths import check_write, display, resolve_path, stat_or_none
 from hermes.tools.registry import registry
+
+if TYPE_CHECKING:
+    from hermes.tools.file.baseline import Version
 
 WRITE_FILE_SCHEMA: dict[str, Any] = {
     "name": "write_file",
@@ -62,6 +61,8 @@ _NEW_FILE_MODE = 0o666 & ~_read_umask()
 
 def _current_version(path: Path) -> tuple[Version, int | None, str] | None:
     """(version, line count or None, kind) of an existing file, None when there is none."""
+    from hermes.tools.file.content import MAX_TEXT_BYTES, classify, hash_file, version_of
+
     st = stat_or_none(path)
     if st is None:
         return None
@@ -83,6 +84,12 @@ def _current_version(path: Path) -> tuple[Version, int | None, str] | None:
 
 def write_file(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``write_file``."""
+    # imported here, not at module level: discovery imports this module at every start-up
+    import hashlib
+
+    from hermes.config.atomic import atomic_write
+    from hermes.tools.file.baseline import Version, path_lock, tracker_for
+
     raw = args["path"]
     content: str = args["content"]
     path = resolve_path(raw)

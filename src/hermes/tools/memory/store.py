@@ -27,27 +27,23 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from hermes.config.atomic import atomic_write
 from hermes.config.paths import HermesPaths
 from hermes.config.reader import truth
 from hermes.errors import ConfigError, ToolError
-from hermes.tools.guard import check_entry
+from hermes.tools.memory import DEFAULT_MEMORY_LIMIT, DEFAULT_USER_LIMIT, TARGETS, Target
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-Target = Literal["memory", "user"]
-TARGETS: tuple[Target, ...] = ("memory", "user")
 FILES: dict[Target, str] = {"memory": "MEMORY.md", "user": "USER.md"}
 LABELS: dict[Target, str] = {"memory": "Your notes", "user": "About the user"}
 DELIMITER = "§"
 SEPARATOR = f"\n{DELIMITER}\n"
-DEFAULT_MEMORY_LIMIT = 2200
-DEFAULT_USER_LIMIT = 1375
 NEXT_SESSION_NOTE = (
     "Saved to the file now. The memory block in your system prompt is a snapshot taken when this session "
     "started, so the change takes effect from the next session."
@@ -206,6 +202,8 @@ class MemoryStore:
         text = "\n".join(line.rstrip() for line in content.strip().splitlines())
         if any(line.strip() == DELIMITER for line in text.splitlines()):
             raise ToolError(f"'{field}' must not contain a line holding only '{DELIMITER}' (the entry separator)")
+        from hermes.tools.guard import check_entry  # its patterns are compiled on the first write
+
         check_entry(text)
         return text
 

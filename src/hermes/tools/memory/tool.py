@@ -12,18 +12,12 @@ import json
 from typing import TYPE_CHECKING, Any, cast
 
 from hermes.errors import ToolError
-from hermes.tools.memory.store import (
-    DEFAULT_MEMORY_LIMIT,
-    DEFAULT_USER_LIMIT,
-    TARGETS,
-    MemoryStore,
-    Target,
-    memory_enabled,
-)
+from hermes.tools.memory import DEFAULT_MEMORY_LIMIT, DEFAULT_USER_LIMIT, TARGETS, Target
 from hermes.tools.registry import registry
 
 if TYPE_CHECKING:
     from hermes.tools.context import SessionView
+    from hermes.tools.memory.store import MemoryStore
 
 ACTIONS = ("add", "replace", "remove", "read")
 
@@ -82,6 +76,8 @@ def run_memory(args: dict[str, Any], store: MemoryStore) -> str:
 
 def handle_memory(args: dict[str, Any], session: SessionView) -> str:
     """The handler of ``memory`` (arguments already validated against the schema)."""
+    from hermes.tools.memory.store import MemoryStore, memory_enabled  # not at start-up: see the package
+
     settings = session.settings
     if not memory_enabled(settings):
         raise ToolError("memory is turned off (memory.enabled: false in config.yaml)")

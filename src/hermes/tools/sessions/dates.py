@@ -14,10 +14,13 @@ covers that whole day.
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
+from typing import TYPE_CHECKING
 
 from hermes.errors import ToolArgumentError
+
+if TYPE_CHECKING:
+    import datetime as _dt
 
 _UNITS = {
     "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
@@ -42,6 +45,8 @@ def parse_when(value: str, field: str, *, end: bool = False, now: _dt.datetime |
 
     Raises :class:`~hermes.errors.ToolArgumentError` naming ``field`` when the value is not understood.
     """
+    import datetime as _dt  # here: session_search's module imports this one at every start-up
+
     now = now or _dt.datetime.now().astimezone()
     text = " ".join(str(value).strip().lower().split())
     if text == "now":
@@ -64,4 +69,6 @@ def parse_when(value: str, field: str, *, end: bool = False, now: _dt.datetime |
 
 def format_when(epoch: float) -> str:
     """A compact local time for results: ``2026-01-05 14:30``."""
+    import datetime as _dt
+
     return _dt.datetime.fromtimestamp(epoch).astimezone().strftime("%Y-%m-%d %H:%M")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -31,14 +30,13 @@ from typing import Any
 from hermes.config.atomic import atomic_write
 from hermes.config.paths import HermesPaths
 from hermes.errors import ToolError
+from hermes.tools.skills import MAX_FILE_BYTES, MAX_SKILL_CHARS
 
 logger = logging.getLogger(__name__)
 
 SKILL_FILE = "SKILL.md"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 MAX_DESCRIPTION = 1024
-MAX_SKILL_CHARS = 100_000
-MAX_FILE_BYTES = 256 * 1024
 MAX_LISTED_FILES = 200
 INDEX_MAX_SKILLS = 100
 INDEX_DESCRIPTION_CHARS = 200
@@ -250,6 +248,8 @@ class SkillStore:
         resolved = skill.path.resolve()
         if not resolved.is_relative_to(root) or resolved == root:
             raise SkillError(f"refusing to delete {skill.path}: it is not inside {self.root}")
+        import shutil  # not at module level: discovery imports this module at every start-up
+
         shutil.rmtree(resolved)
         return skill
 

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.config.paths import HermesPaths
 from hermes.tools.context import session_of
 from hermes.tools.registry import registry
-from hermes.tools.skills.store import MAX_FILE_BYTES, MAX_SKILL_CHARS, SkillError, SkillStore
+from hermes.tools.skills import MAX_FILE_BYTES, MAX_SKILL_CHARS
+
+if TYPE_CHECKING:
+    from hermes.tools.skills.store import SkillStore
 
 _NAME = {"type": "string", "maxLength": 64, "description": "The skill's name, e.g. 'arxiv-search'."}
 
 
 def _store(kw: dict[str, Any]) -> SkillStore:
+    from hermes.tools.skills.store import SkillStore  # on first use: discovery imports this module at start-up
+
     session = session_of(kw)
     settings = session.settings if session is not None else None
     home: Path = settings.paths.home if settings is not None else HermesPaths.current().home
@@ -85,6 +90,8 @@ def skill_manage(args: dict[str, Any], **kw: Any) -> str:
         target = store.remove_file(name, args.get("file_path"))
         result = {"removed": str(target)}
     else:
+        from hermes.tools.skills.store import SkillError
+
         raise SkillError("'action' must be one of create, update, delete, write_file, remove_file")
     result["ok"] = True
     return json.dumps(result, ensure_ascii=False)

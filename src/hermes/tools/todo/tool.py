@@ -54,6 +54,8 @@ TODO_SCHEMA: dict[str, Any] = {
 
 @dataclass
 class TodoItem:
+    """One entry of the todo list."""
+
     id: str
     content: str
     status: str
