@@ -39,7 +39,7 @@ class ModelNotConfigured(ConfigError):
 
 
 class SelectionError(HermesError):
-    """A tool category is routed to a backend that cannot serve it (see SPEC GW-3)."""
+    """A tool category is routed to a backend that cannot serve it (see requirement GW-3)."""
 
 
 class GatewayError(HermesError):

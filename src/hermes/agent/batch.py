@@ -1,4 +1,4 @@
-"""Batch runs: many prompts, sampled toolsets, one trajectory per prompt (SPEC REG-10).
+"""Batch runs: many prompts, sampled toolsets, one trajectory per prompt (requirement REG-10).
 
 Input is JSON Lines, one object per prompt with a ``prompt`` field and an optional ``id``. Output is
 JSON Lines too, one trajectory per line, written and flushed as each prompt finishes, so a crash keeps

@@ -1,4 +1,4 @@
-"""The ``delegate_task`` handler: child agents with their own budget, run in parallel (SPEC T-DEL).
+"""The ``delegate_task`` handler: child agents with their own budget, run in parallel (requirement T-DEL).
 
 A child is a fresh :class:`~hermes.agent.loop.Agent` on the parent's model with
 

@@ -1,4 +1,4 @@
-"""``hermes batch FILE.jsonl --distribution NAME``: run prompts with sampled toolsets (SPEC REG-10)."""
+"""``hermes batch FILE.jsonl --distribution NAME``: run prompts with sampled toolsets (requirement REG-10)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``hermes cron``: manage scheduled agent jobs and run the scheduler (SPEC T-CRON).
+"""``hermes cron``: manage scheduled agent jobs and run the scheduler (requirement T-CRON).
 
 ``list``, ``add``, ``update``, ``remove``, ``pause``, ``resume`` and ``runs`` manage jobs;
 ``tick`` runs one pass of the scheduler and exits 0; ``run`` is the long-running scheduler (a tick

@@ -1,4 +1,4 @@
-"""The optional environment variables tools need (SPEC REG-9).
+"""The optional environment variables tools need (requirement REG-9).
 
 Every tool that needs an API key (or another setting read from the environment) declares it here, so
 ``hermes setup`` can ask for it and ``hermes tools list`` can say what is missing::

@@ -1,4 +1,4 @@
-"""Connector accounts on the client side (SPEC GW-12, GW-13): the naming rule, the accounts the connector
+"""Connector accounts on the client side (requirement GW-12, GW-13): the naming rule, the accounts the connector
 gateway lists, its HTTP client, and the ``connector_alias`` rules.
 
 * :mod:`.naming` — the naming rule, app titles and the exact sentences (shared with the gateway server);

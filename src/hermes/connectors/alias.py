@@ -1,4 +1,4 @@
-"""``connector_alias``: choosing the account a connector tool acts on (SPEC GW-13). Pure functions.
+"""``connector_alias``: choosing the account a connector tool acts on (requirement GW-13). Pure functions.
 
 With **two or more active accounts** of a connector, every tool of that connector gets a
 ``connector_alias`` argument whose allowed values are the names of the active accounts:

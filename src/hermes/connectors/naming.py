@@ -1,4 +1,4 @@
-"""The naming rule of connector accounts and the sentences people see about names (SPEC GW-12).
+"""The naming rule of connector accounts and the sentences people see about names (requirement GW-12).
 
 Shared by the client (``hermes connectors``, the agent's ``connector_accounts`` tool) and the gateway
 server (:mod:`hermes.toolgateway.storage.connector_store`), so both refuse the same names with the same words.

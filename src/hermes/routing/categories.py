@@ -1,4 +1,4 @@
-"""The Tool Gateway categories and their backends, as data (SPEC GW-1, GW-2, GW-5, GW-7).
+"""The Tool Gateway categories and their backends, as data (requirement GW-1, GW-2, GW-5, GW-7).
 
 A *category* is a family of tools that can run either through the Nous Tool Gateway (selection value
 ``nous``) or through one named vendor the user holds a key for (BYOK), or on this machine. ``web`` has

@@ -1,4 +1,4 @@
-"""The portal login as the client sees it: tokens, claims and entitlement (SPEC GW-10, T-CONN).
+"""The portal login as the client sees it: tokens, claims and entitlement (requirement GW-10, T-CONN).
 
 The access token the Nous Portal issues is a JWT whose payload carries the account's entitlement:
 

@@ -1,4 +1,4 @@
-"""Where gateway calls go, and where the user's gateway token may be sent (SPEC GW-14).
+"""Where gateway calls go, and where the user's gateway token may be sent (requirement GW-14).
 
 Every managed relay has a *label* (``firecrawl``, ``fal-queue``, ``krea``, ``openai-audio``,
 ``browser-use``, ``modal``), plus two special ones: ``tool`` — the shared managed origin that hosts the

@@ -1,6 +1,6 @@
 """Asking the person at the terminal: clarify questions and command approvals.
 
-:func:`run_clarify_prompt` is the TUI/CLI engine of ``clarify`` (SPEC T-CLAR): a prompt_toolkit
+:func:`run_clarify_prompt` is the TUI/CLI engine of ``clarify`` (requirement T-CLAR): a prompt_toolkit
 application drawn inline below the chat, showing a compact status list (``✓`` answered, ``▸``
 answering, ``·`` unanswered) where only the current question's choices are open.
 

@@ -1,4 +1,4 @@
-"""The self-hostable Tool Gateway server (SPEC GW-1, GW-10, GW-14, GW-15; issue 7).
+"""The self-hostable Tool Gateway server (requirement GW-1, GW-10, GW-14, GW-15; issue 7).
 
 One ASGI process (Starlette, run by uvicorn) on one port serves:
 

@@ -1,4 +1,4 @@
-"""The gateway's own JSON endpoints: health, readiness, OpenAPI, and the usage views (SPEC GW-15).
+"""The gateway's own JSON endpoints: health, readiness, OpenAPI, and the usage views (requirement GW-15).
 
 * ``GET /healthz`` — the process answers; ``GET /readyz`` — the database (and Redis, when configured)
   answers (503 otherwise) and which relays and backends are configured;

@@ -1,4 +1,4 @@
-"""Finding tools without an import list (SPEC REG-2, REG-12).
+"""Finding tools without an import list (requirement REG-2, REG-12).
 
 * Built-in tools: every module inside a family package of ``hermes.tools`` (``hermes/tools/<family>/``)
   whose source calls ``registry.register(`` or uses ``@registry.tool`` at top level is imported at

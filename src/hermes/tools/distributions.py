@@ -1,4 +1,4 @@
-"""Toolset distributions for batch runs (SPEC REG-10).
+"""Toolset distributions for batch runs (requirement REG-10).
 
 A distribution gives each toolset a probability of being included; a batch run samples the
 toolsets of every prompt from one, so a data set of trajectories covers many tool combinations.

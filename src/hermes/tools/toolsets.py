@@ -1,4 +1,4 @@
-"""The toolset table and its resolver (SPEC REG-8, TS-1…TS-4, TS-9).
+"""The toolset table and its resolver (requirement REG-8, TS-1…TS-4, TS-9).
 
 A toolset is data: a description, the tools it holds and other toolsets it includes. What a session
 gets is computed once, at its start, by :func:`resolve_toolsets`:
@@ -74,7 +74,7 @@ DESKTOP_UI = (
     "read_window_below", "focus_pane", "react_to_message", "gui_tour", "show_tip", "set_theme",
 )
 
-#: Tools every platform bundle gets (SPEC REG-8). A new general-purpose tool is added here.
+#: Tools every platform bundle gets (requirement REG-8). A new general-purpose tool is added here.
 CORE_TOOLS: tuple[str, ...] = (
     "web_search", "web_extract",
     "read_file", "write_file", "patch", "search_files",

@@ -1,4 +1,4 @@
-"""Media uploads to the Tool Gateway (its shared ``tool-gateway`` origin, SPEC GW-14).
+"""Media uploads to the Tool Gateway (its shared ``tool-gateway`` origin, requirement GW-14).
 
 A local file that a managed request needs (a source image for an edit) cannot be sent to a relay whose
 vendor only takes URLs, so it is uploaded first::

@@ -1,4 +1,4 @@
-"""The messaging engine of ``clarify``: one question at a time in a chat (SPEC T-CLAR, messaging).
+"""The messaging engine of ``clarify``: one question at a time in a chat (requirement T-CLAR, messaging).
 
 Platform adapters implement :class:`ChatTransport` — send a question card, send plain text, hand over
 the next reply — and call :func:`run_messaging_clarify` with the questions of a clarify request::

@@ -1,4 +1,4 @@
-"""Users, plans, signed access tokens and their revocation (SPEC GW-10 from the operator's side).
+"""Users, plans, signed access tokens and their revocation (requirement GW-10 from the operator's side).
 
 An access token is an HS256 JWT (:mod:`hermes.toolgateway.portal.jwt`) whose claims are the ones the
 clients read (see :mod:`hermes.routing.credentials` and the upstream protocol notes):

@@ -1,4 +1,4 @@
-"""The connector API under the ``connector`` label (SPEC GW-12, GW-14; issue 7): accounts per app.
+"""The connector API under the ``connector`` label (requirement GW-12, GW-14; issue 7): accounts per app.
 
 Reached like a relay — ``Host: connector-gateway.<domain>`` or the pinned prefix ``/relay/connector`` —
 with the user's gateway token (``Authorization: Bearer``)::

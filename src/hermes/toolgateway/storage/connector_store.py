@@ -1,4 +1,4 @@
-"""Connector accounts in the gateway database (SPEC GW-12, the server's side).
+"""Connector accounts in the gateway database (requirement GW-12, the server's side).
 
 One row per connected account of one user for one app (``gmail``, ``github``…):
 

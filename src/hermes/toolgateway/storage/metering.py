@@ -1,4 +1,4 @@
-"""Metering and quotas on the gateway database (SPEC GW-10, GW-15).
+"""Metering and quotas on the gateway database (requirement GW-10, GW-15).
 
 **Quotas are reserved before the vendor is called, in one statement.** A plan's monthly allowance per
 category (``plans.<plan>.monthly``) is a counter row ``(user, category, "YYYY-MM")``; :meth:`Meter.reserve`

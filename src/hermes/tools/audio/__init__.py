@@ -1,4 +1,4 @@
-"""Speech: ``text_to_speech`` (SPEC T-TTS) and speech to text for surfaces (GW-1 STT).
+"""Speech: ``text_to_speech`` (requirement T-TTS) and speech to text for surfaces (GW-1 STT).
 
 * :mod:`.tool` — the registered ``text_to_speech`` tool;
 * :mod:`.tts` — one call: route, engine, output format for the surface, saved file;

@@ -1,6 +1,6 @@
 """``text_to_speech`` at execution time: route, engine, output format for the surface, saved file.
 
-Backends (``tts.provider``, SPEC T-TTS, GW-1): ``nous`` (the gateway's ``openai-audio`` relay; the model is
+Backends (``tts.provider``, requirement T-TTS, GW-1): ``nous`` (the gateway's ``openai-audio`` relay; the model is
 forced to ``gpt-4o-mini-tts`` there, as the upstream managed client does), ``openai``
 (``VOICE_TOOLS_OPENAI_KEY`` or ``OPENAI_API_KEY``), ``elevenlabs`` (``ELEVENLABS_API_KEY``) and ``espeak``
 (espeak-ng on this machine, offline) — the default when nothing else is configured — and ``piper``

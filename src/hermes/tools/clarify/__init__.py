@@ -1,4 +1,4 @@
-"""The ``clarify`` tool: ask the person up to five questions at once (SPEC T-CLAR).
+"""The ``clarify`` tool: ask the person up to five questions at once (requirement T-CLAR).
 
 :mod:`.core` holds the engine-independent state every surface drives (:class:`ClarifySession`) and the
 request tools send (:class:`ClarifyRequest`); :mod:`.tool` registers the tool. The terminal engine is

@@ -3,7 +3,7 @@
 A :class:`ClarifySession` holds the questions of one ``clarify`` call and, for each, a status
 (``answered`` / ``skipped`` / ``unanswered``) and the answer. The terminal, messaging and (later)
 desktop engines only render questions and feed the person's actions into it; the session decides what
-the result means, so every surface reports the same ``{responses, outcome}`` shape (SPEC T-CLAR):
+the result means, so every surface reports the same ``{responses, outcome}`` shape (requirement T-CLAR):
 
 * :meth:`ClarifySession.answer` / :meth:`ClarifySession.skip` confirm one question; once every question
   is answered or skipped the outcome is ``submitted``;

@@ -1,4 +1,4 @@
-"""``clarify`` — ask the person one to five questions in one go and get every answer back (SPEC T-CLAR).
+"""``clarify`` — ask the person one to five questions in one go and get every answer back (requirement T-CLAR).
 
 The handler sends a :class:`~hermes.tools.clarify.core.ClarifyRequest` through the session's sink and
 turns whatever the surface answers into the result ``{"responses": [...], "outcome": ...}``. Where

@@ -1,4 +1,4 @@
-"""``execute_code``: run a Python script that can call the agent's tools (SPEC T-CODE).
+"""``execute_code``: run a Python script that can call the agent's tools (requirement T-CODE).
 
 * :mod:`.tool` — the schema, the handler and the registration;
 * :mod:`.runner` — one run: temp dir, RPC server, child process, result;

@@ -1,11 +1,11 @@
-"""``execute_code`` — run a Python script that can call the agent's tools (SPEC T-CODE).
+"""``execute_code`` — run a Python script that can call the agent's tools (requirement T-CODE).
 
 The handler works out which tools the script may call (:func:`~hermes.tools.code.limits.allowed_tools`),
 then :func:`~hermes.tools.code.runner.run_script` runs it. Each tool call of the script comes back to
 this process and goes through a child of the calling session's dispatch — with the same validation, availability checks,
 approvals and redaction as a direct call — under a task id derived from the caller's,
 ``"<task_id>:execute_code"``. That distinct id is what keeps the script's file writes from creating
-``write_file`` baselines for the calling task (SPEC T-FILE).
+``write_file`` baselines for the calling task (requirement T-FILE).
 """
 
 from __future__ import annotations

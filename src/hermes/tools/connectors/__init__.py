@@ -1,4 +1,4 @@
-"""Connector accounts for the agent (SPEC GW-12, GW-13): the ``connector_accounts`` tool (list and name,
+"""Connector accounts for the agent (requirement GW-12, GW-13): the ``connector_accounts`` tool (list and name,
 never delete). Every connector tool gets its ``connector_alias`` from the session's wrapper
 (:class:`hermes.tools.wrappers.ConnectorAccounts`), checked against :mod:`hermes.connectors.directory`.
 

@@ -1,4 +1,4 @@
-"""Scheduled agent jobs (SPEC T-CRON): schedules, the scheduler, the job runner and ``cronjob_manage``.
+"""Scheduled agent jobs (requirement T-CRON): schedules, the scheduler, the job runner and ``cronjob_manage``.
 
 * :mod:`~hermes.tools.cron.schedule` — cron expressions, intervals and one-shot times;
 * :mod:`~hermes.tools.cron.jobs` — validating and changing jobs (shared by the tool and the CLI);

@@ -1,6 +1,6 @@
 """``cronjob_manage`` — create, list, change, pause, resume, run and remove scheduled agent jobs.
 
-One tool with an ``action`` argument (SPEC T-CRON). Jobs live in ``state.db``; the scheduler
+One tool with an ``action`` argument (requirement T-CRON). Jobs live in ``state.db``; the scheduler
 (``hermes cron run``, or ``hermes cron tick`` from a system timer) runs them, each run a fresh
 session on the cron surface. Cron sessions never get this tool (a job cannot schedule jobs).
 ``action='run'`` runs a job at once, in the calling process, with the job runner the session's agent

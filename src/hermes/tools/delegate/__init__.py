@@ -1,1 +1,1 @@
-"""The ``delegate_task`` tool: child agents working on sub-tasks (SPEC T-DEL)."""
+"""The ``delegate_task`` tool: child agents working on sub-tasks (requirement T-DEL)."""

@@ -1,4 +1,4 @@
-"""The ``file`` toolset: ``read_file``, ``write_file``, ``patch`` and ``search_files`` (SPEC T-FILE).
+"""The ``file`` toolset: ``read_file``, ``write_file``, ``patch`` and ``search_files`` (requirement T-FILE).
 
 Modules:
 

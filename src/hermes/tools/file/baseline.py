@@ -1,4 +1,4 @@
-"""The full-file baseline rule of SPEC T-FILE.
+"""The full-file baseline rule of requirement T-FILE.
 
 Per task, a file has a *baseline* — the sha256 (plus size and mtime) of a version the task knows in
 full — after any of:

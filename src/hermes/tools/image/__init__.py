@@ -1,4 +1,4 @@
-"""Image generation (``image_generate``, SPEC T-IMG, GW-11).
+"""Image generation (``image_generate``, requirement T-IMG, GW-11).
 
 * :mod:`.tool` — the registered tool: schema, availability check, handler;
 * :mod:`.generate` — one call: route, model, source image, Krea → FAL fallback, saved files;

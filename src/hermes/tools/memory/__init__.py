@@ -1,4 +1,4 @@
-"""The ``memory`` tool: bounded MEMORY.md / USER.md files and their system-prompt snapshot (SPEC T-MEM).
+"""The ``memory`` tool: bounded MEMORY.md / USER.md files and their system-prompt snapshot (requirement T-MEM).
 
 The names the schema needs live here, so that discovery (which imports :mod:`.tool` at every start-up)
 does not import :mod:`.store`.

@@ -1,4 +1,4 @@
-"""Long-term memory: two bounded Markdown files under ``HERMES_HOME/memories/`` (SPEC T-MEM).
+"""Long-term memory: two bounded Markdown files under ``HERMES_HOME/memories/`` (requirement T-MEM).
 
 * ``MEMORY.md`` — the agent's own notes (environment facts, conventions, lessons learned);
 * ``USER.md`` — what the agent knows about the person (name, preferences, habits).

@@ -1,4 +1,4 @@
-"""``memory`` — durable notes across sessions (SPEC T-MEM).
+"""``memory`` — durable notes across sessions (requirement T-MEM).
 
 The tool needs the session (docs/requirements.md#reg-7): :func:`handle_memory` gets the parsed arguments
 and the running session. The schema is registered here like any other tool's; a call that reaches

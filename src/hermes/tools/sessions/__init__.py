@@ -1,1 +1,1 @@
-"""The ``session_search`` tool: ranked full-text search over past sessions and reading them (SPEC T-SS)."""
+"""The ``session_search`` tool: ranked full-text search over past sessions and reading them (requirement T-SS)."""

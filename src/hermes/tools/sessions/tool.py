@@ -1,6 +1,6 @@
-"""``session_search`` — full-text search over past sessions, and reading one of them (SPEC T-SS).
+"""``session_search`` — full-text search over past sessions, and reading one of them (requirement T-SS).
 
-The agent loop answers this tool itself (SPEC REG-7): it needs the session's store and its own id
+The agent loop answers this tool itself (requirement REG-7): it needs the session's store and its own id
 (the current session is left out of results by default). Search goes through
 :meth:`hermes.store.sessions.SessionStore.search` (SQLite FTS5, bm25 ranking, snippets); no model is
 called. Hits are grouped by session, best session first.

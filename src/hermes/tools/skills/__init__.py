@@ -1,4 +1,4 @@
-"""Skills: SKILL.md instruction folders the model lists, loads and manages (SPEC T-SK, REG-13).
+"""Skills: SKILL.md instruction folders the model lists, loads and manages (requirement T-SK, REG-13).
 
 :func:`skills_index_section` builds the system-prompt section naming the available skills.
 

@@ -1,7 +1,7 @@
 """Skills on disk: ``HERMES_HOME/skills/[<category>/]<name>/SKILL.md`` plus any supporting files.
 
 A skill is a folder holding ``SKILL.md`` — YAML front matter between ``---`` lines, then Markdown
-instructions — and optionally scripts, templates or references next to it (SPEC REG-13, T-SK)::
+instructions — and optionally scripts, templates or references next to it (requirement REG-13, T-SK)::
 
     ---
     name: arxiv-search

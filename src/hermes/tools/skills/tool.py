@@ -1,6 +1,6 @@
-"""``skills_list``, ``skill_view`` and ``skill_manage`` (SPEC T-SK, toolset ``skills``).
+"""``skills_list``, ``skill_view`` and ``skill_manage`` (requirement T-SK, toolset ``skills``).
 
-Skills are instructions, not code (SPEC REG-13): a ``SKILL.md`` the model reads when a task calls for
+Skills are instructions, not code (requirement REG-13): a ``SKILL.md`` the model reads when a task calls for
 it. The system prompt lists skills by name and description only (:func:`skills_index_section`), so a
 skill's full text costs context only once it is loaded with ``skill_view``. The layout and rules are
 in :mod:`hermes.tools.skills.store`.

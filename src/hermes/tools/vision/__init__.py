@@ -1,4 +1,4 @@
-"""Seeing: ``vision_analyze`` (images) and ``video_analyze`` (frames sampled locally), SPEC T-VIS.
+"""Seeing: ``vision_analyze`` (images) and ``video_analyze`` (frames sampled locally), requirement T-VIS.
 
 * :mod:`.tool` — the two registered tools;
 * :mod:`.analyze` — one call each: load, check, sample, ask;

@@ -1,4 +1,4 @@
-"""``vision_analyze`` and ``video_analyze`` at execution time (SPEC T-VIS).
+"""``vision_analyze`` and ``video_analyze`` at execution time (requirement T-VIS).
 
 * an image (local path, ``file://``/``data:`` URI or web URL) is loaded with a size cap
   (``vision.max_image_bytes``, default 20 MB) and checked by its magic bytes — PNG, JPEG, GIF or WebP, the

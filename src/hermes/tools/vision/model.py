@@ -1,6 +1,6 @@
 """Which model looks at images, and the one OpenAI-compatible chat call that asks it.
 
-Order (SPEC T-VIS):
+Order (requirement T-VIS):
 
 1. **the session's model**, when ``model.vision: true`` says it accepts images (the embedded local model
    never does);

@@ -1,4 +1,4 @@
-"""The web tools: ``web_search`` and ``web_extract`` (SPEC T-WEB, GW-3, GW-5; docs/tools/web.md).
+"""The web tools: ``web_search`` and ``web_extract`` (requirement T-WEB, GW-3, GW-5; docs/tools/web.md).
 
 * :mod:`.search`, :mod:`.extract` — the two tools (schemas, handlers, registration);
 * :mod:`.runtime` — the ``web.*`` limits, vendor credential headers and the HTTP client (settings, routes

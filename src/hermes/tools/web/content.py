@@ -9,7 +9,7 @@
 * :func:`cut_to_budget` — cuts long text at a line boundary near the budget and appends
   :data:`TRUNCATION_MARKER` (an open code fence is closed first);
 * :func:`mark_untrusted` — wraps page text between a header line and an end line that tell the model
-  the text comes from the web and must not be obeyed (SPEC issue 4: fetched text is untrusted).
+  the text comes from the web and must not be obeyed (fetched text is untrusted).
 
 Everything here is pure and synchronous (CPU work); the tools run it in a worker thread.
 """

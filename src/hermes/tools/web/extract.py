@@ -1,7 +1,7 @@
 """The ``web_extract`` tool: the main content of web pages as Markdown, marked as untrusted.
 
 The backend is decided at every call by ``web.extract_backend`` (else ``web.backend``, else
-auto-detection; SPEC GW-2…GW-5): the Nous Tool Gateway (Firecrawl protocol), Firecrawl, Tavily or Exa
+auto-detection; requirement GW-2…GW-5): the Nous Tool Gateway (Firecrawl protocol), Firecrawl, Tavily or Exa
 — or this machine, which fetches the page through the SSRF-safe fetcher and converts HTML (trafilatura)
 and PDF (pypdf) itself. Each page is cut to its share of ``web.extract_max_chars`` with a clear marker.
 

@@ -1,7 +1,7 @@
 """The ``web_search`` tool: titles, URLs and snippets of the top web results for a query.
 
 The backend is decided at every call by ``web.search_backend`` (else ``web.backend``, else
-auto-detection; SPEC GW-2…GW-5): the Nous Tool Gateway (Firecrawl protocol), Firecrawl, Tavily, Exa,
+auto-detection; requirement GW-2…GW-5): the Nous Tool Gateway (Firecrawl protocol), Firecrawl, Tavily, Exa,
 Brave, SearXNG, or the key-less DuckDuckGo search through ``ddgs``. Selection and gateway problems come
 back with routing's exact wording.
 

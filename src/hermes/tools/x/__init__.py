@@ -1,1 +1,1 @@
-"""``x_search``: posts on X found by xAI's Grok (SPEC T-X). See :mod:`.tool` and :mod:`.search`."""
+"""``x_search``: posts on X found by xAI's Grok (requirement T-X). See :mod:`.tool` and :mod:`.search`."""
