@@ -1,4 +1,4 @@
-"""Which backend a tool category uses: one pure function (requirement GW-2 … GW-6, DESIGN "Selection resolution").
+"""Which backend a tool category uses: one pure function (requirement GW-2 … GW-6).
 
 :func:`resolve_route` takes the config mapping (as loaded from config.yaml), an environment mapping
 (process environment merged with ``.env``) and the portal :class:`~hermes.routing.credentials.Credentials`,

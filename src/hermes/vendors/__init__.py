@@ -1,4 +1,4 @@
-"""Thin typed async HTTP clients, one per vendor protocol (DESIGN "vendors/").
+"""Thin typed async HTTP clients, one per vendor protocol.
 
 Every client is built from ``(http, origin, auth)`` — an ``httpx.AsyncClient``, the base URL and the
 credential header — so a BYOK call (the vendor's own API and the user's key) and a managed call (a Tool
