@@ -1,4 +1,5 @@
-"""Core speed figures: CLI start-up CPU, building every tool definition, dispatch overhead.
+"""Core speed figures: CLI start-up CPU (``--help``, ``--version``, ``tools list``), building every tool
+definition, dispatch overhead.
 
 Each figure is printed with a ratio against a reference measured in the same run:
 start-up against a bare ``python -c pass``; dispatch against calling the handler directly.
@@ -105,7 +106,8 @@ def main() -> None:
     hermes = str(Path(py).parent / "hermes")
     base = median_cpu([py, "-c", "pass"], env)
     print(f"reference: python -c pass           {base * 1000:7.1f} ms CPU")
-    for label, cmd in (("hermes --help", [hermes, "--help"]), ("hermes --version", [hermes, "--version"])):
+    for label, cmd in (("hermes --help", [hermes, "--help"]), ("hermes --version", [hermes, "--version"]),
+                       ("hermes tools list", [hermes, "tools", "list"])):
         cpu = median_cpu(cmd, env)
         print(f"{label:32} {cpu * 1000:7.1f} ms CPU  ({cpu / base:.1f}x python -c pass; "
               f"{(cpu - base) * 1000:.1f} ms of our own)")
