@@ -19,23 +19,11 @@ import pytest
 import hermes.tools.file.patch
 import hermes.tools.file.read
 import hermes.tools.file.write  # noqa: F401  (registers the tools)
-from hermes.tools.file.baseline import FileTracker, reset_trackers
+from hermes.tools.file.baseline import FileTracker
 from hermes.tools.registry import registry
 
 LINES = 1200
 ORIGINAL = "".join(f"row {i:05d}\n" for i in range(1, LINES + 1))
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(work)
-    reset_trackers()
-    return work
 
 
 def call(tool: str, task: str = "t1", **args: Any) -> dict[str, Any]:

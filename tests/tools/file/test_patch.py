@@ -14,22 +14,9 @@ from hypothesis import strategies as st
 import hermes.tools.file.patch  # noqa: F401  (registers the tool)
 from hermes.errors import ToolError
 from hermes.redact import MASK
-from hermes.tools.file.baseline import reset_trackers
 from hermes.tools.file.difftext import MAX_DIFF_CHARS, unified_diff
 from hermes.tools.file.matching import plan_edit, reindent
 from hermes.tools.registry import registry
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(work)
-    reset_trackers()
-    return work
 
 
 def call(tool: str, task: str = "t1", **args: Any) -> dict[str, Any]:

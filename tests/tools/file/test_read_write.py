@@ -15,21 +15,8 @@ import pytest
 import hermes.tools.file.read
 import hermes.tools.file.write  # noqa: F401  (registers the tools)
 from hermes.redact import MASK
-from hermes.tools.file.baseline import reset_trackers
 from hermes.tools.file.read import MAX_LINE_CHARS, RESULT_BUDGET
 from hermes.tools.registry import registry
-
-
-@pytest.fixture
-def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> Path:
-    work = tmp_path / "work"
-    work.mkdir()
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(work)
-    reset_trackers()
-    return work
 
 
 def call(tool: str, task: str = "t1", **args: Any) -> dict[str, Any]:
