@@ -3,72 +3,51 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
+from unittest import mock
 
 import pytest
 
+import hermes.tools.registry
 from hermes.errors import ApprovalDenied, ToolError
 from hermes.redact import MASK
-from hermes.tools.registry import INTERCEPTED_TOOLS, ToolRegistry
+from hermes.tools.registry import INTERCEPTED_TOOLS, ToolEntry, ToolRegistry
 from hermes.tools.results import TRUNCATION_MARKER
 
-# -- the seed's weather tool (seed 001), verbatim apart from the registry object ---------------------
+# -- the seed's weather tool (seed 001): the plugin file tests/data/weather_tool.py, run once with a registry
+# of its own standing in for the process-wide one; ``register_weather`` repeats its registration on another
+_SEED_FILE = Path(__file__).parents[1] / "data" / "weather_tool.py"
 
 
-def check_weather_requirements() -> bool:
-    """Return True if the tool's dependencies are available."""
-    return bool(os.getenv("WEATHER_API_KEY"))
+def _load_seed() -> tuple[ModuleType, ToolEntry]:
+    spec = importlib.util.spec_from_file_location("seed_weather_tool", _SEED_FILE)
+    assert spec is not None and spec.loader is not None
+    module, own = importlib.util.module_from_spec(spec), ToolRegistry()
+    with mock.patch.object(hermes.tools.registry, "registry", own):
+        spec.loader.exec_module(module)
+    entry = own.get("weather")
+    assert entry is not None
+    return module, entry
 
 
-def weather_tool(location: str, units: str = "metric") -> str:
-    """Fetch weather for a location. Returns JSON string."""
-    api_key = os.getenv("WEATHER_API_KEY")
-    if not api_key:
-        return json.dumps({"error": "WEATHER_API_KEY not configured"})
-    try:
-        # ... call weather API ...
-        return json.dumps({"location": location, "temp": 22, "units": units})
-    except Exception as e:
-        return json.dumps({"error": str(e)})
-
-
-WEATHER_SCHEMA = {
-    "name": "weather",
-    "description": "Get current weather for a location.",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "location": {
-                "type": "string",
-                "description": "City name or coordinates (e.g. 'London' or '51.5,-0.1')",
-            },
-            "units": {
-                "type": "string",
-                "enum": ["metric", "imperial"],
-                "description": "Temperature units (default: metric)",
-                "default": "metric",
-            },
-        },
-        "required": ["location"],
-    },
-}
+_SEED, _SEED_ENTRY = _load_seed()
+check_weather_requirements = _SEED.check_weather_requirements
+weather_tool = _SEED.weather_tool
+WEATHER_SCHEMA = _SEED.WEATHER_SCHEMA
 
 
 def register_weather(reg: ToolRegistry) -> None:
-    reg.register(
-        name="weather",
-        toolset="weather",
-        schema=WEATHER_SCHEMA,
-        handler=lambda args, **kw: weather_tool(location=args.get("location", ""), units=args.get("units", "metric")),
-        check_fn=check_weather_requirements,
-        requires_env=["WEATHER_API_KEY"],
-    )
+    e = _SEED_ENTRY
+    reg.register(name=e.name, toolset=e.toolset, schema=e.schema, handler=e.handler, check_fn=e.check_fn,
+                 requires_env=list(e.requires_env))
 
 
 def simple_schema(name: str, **properties: Any) -> dict[str, Any]:
