@@ -82,3 +82,12 @@ def traversable_root() -> Iterator[Path]:
     folder.chmod(0o711)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pipe() -> Iterator[Any]:
+    """A prompt_toolkit pipe input (``send_text`` types into it) for driving the interactive widgets."""
+    from prompt_toolkit.input import create_pipe_input
+
+    with create_pipe_input() as inp:
+        yield inp

@@ -17,12 +17,11 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.input import PipeInput
 from prompt_toolkit.output import DummyOutput
 from ruamel.yaml import YAML
 
@@ -226,12 +225,6 @@ def test_model_command_gateway_flag(home: Path) -> None:
 
 
 # -- the picker through a pipe ---------------------------------------------------------------------------
-@pytest.fixture
-def pipe() -> Iterator[PipeInput]:
-    with create_pipe_input() as inp:
-        yield inp
-
-
 def test_select_and_checklist_widgets(pipe: PipeInput) -> None:
     options = [Option("a"), Option("b", "note", current=True), Option("c")]
     pipe.send_text(DOWN + DOWN + DOWN + ENTER)  # wraps around

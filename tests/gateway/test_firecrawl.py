@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from fakes.vendors import FakeFirecrawl, ServerThread, pages_app, searxng_app
+from fakes.vendors import FakeFirecrawl, ServerThread, searxng_app
 from fakes.vendors.harness import GatewayHarness
 from hermes.net.safefetch import FetchPolicy, ip_allowed
 
@@ -26,12 +26,6 @@ def fake() -> Iterator[tuple[FakeFirecrawl, ServerThread]]:
     vendor = FakeFirecrawl(api_key="fc-operator-secret")
     with ServerThread(vendor.app) as server:
         yield vendor, server
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[ServerThread]:
-    with ServerThread(pages_app()) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

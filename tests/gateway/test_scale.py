@@ -19,19 +19,13 @@ import httpx
 import pytest
 
 from fakes.pg_redis import Gateways, PostgresServer, RedisServer, free_port, gateways, hermes
-from fakes.vendors import ServerThread, pages_app
+from fakes.vendors import ServerThread
 from fakes.vendors.harness import GatewayHarness
 from hermes.errors import ConfigError
 from hermes.toolgateway.config import load_config
 from hermes.toolgateway.storage.urls import mask_url
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[ServerThread]:
-    with ServerThread(pages_app()) as server:
-        yield server
 
 
 def scrape(pages: ServerThread) -> dict[str, Any]:

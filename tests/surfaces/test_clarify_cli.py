@@ -15,12 +15,11 @@ import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.input import PipeInput
 from prompt_toolkit.output import DummyOutput
 
 from hermes.agent.events import Notice, Request, TextDelta
@@ -41,12 +40,6 @@ QUESTIONS = [
     Question("Project name?"),
     Question("Features?", ("auth", "billing", "search"), multi_select=True),
 ]
-
-
-@pytest.fixture
-def pipe() -> Iterator[PipeInput]:
-    with create_pipe_input() as inp:
-        yield inp
 
 
 def ask(pipe: PipeInput, keys: str, timeout: float = 5.0, questions: list[Question] = QUESTIONS) -> dict[str, Any]:

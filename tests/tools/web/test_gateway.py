@@ -41,13 +41,6 @@ def gateway(vendor: tuple[FakeFirecrawl, str], tmp_path_factory: pytest.TempPath
         yield harness
 
 
-@pytest.fixture(scope="module")
-def tavily() -> Iterator[tuple[FakeTavily, str]]:
-    fake = FakeTavily(api_key="tvly-user-key")
-    with ServerThread(fake.app) as server:
-        yield fake, server.url
-
-
 def _gateway_env(gw: GatewayHarness, token: str) -> dict[str, str]:
     return {"TOOL_GATEWAY_USER_TOKEN": token, "FIRECRAWL_GATEWAY_URL": gw.relay_url("firecrawl")}
 

@@ -31,13 +31,6 @@ def firecrawl() -> Iterator[tuple[FakeFirecrawl, str]]:
 
 
 @pytest.fixture(scope="module")
-def tavily() -> Iterator[tuple[FakeTavily, str]]:
-    fake = FakeTavily(api_key="tvly-user-key")
-    with ServerThread(fake.app) as server:
-        yield fake, server.url
-
-
-@pytest.fixture(scope="module")
 def exa() -> Iterator[tuple[FakeExa, str]]:
     fake = FakeExa(api_key="exa-user-key")
     with ServerThread(fake.app) as server:
