@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
@@ -16,8 +15,9 @@ from typing import Any
 import pytest
 
 from fakes.model_server import call, text
+from fakes.providers import Scripted
 from hermes.agent.events import NullSink
-from hermes.agent.provider import CallOptions, Completion, ToolCall
+from hermes.agent.provider import Completion, ToolCall
 from hermes.agent.session import new_agent
 from hermes.config.settings import Settings
 from hermes.store.sessions import SessionStore
@@ -28,22 +28,6 @@ from hermes.tools.registry import registry
 from hermes.tools.toolsets import Surface
 
 SRC = Path(__file__).resolve().parents[3] / "src"
-
-
-class Scripted:
-    """A ChatProvider that plays back completions and keeps a copy of every request."""
-
-    name = "scripted"
-    model = "scripted-model"
-
-    def __init__(self, replies: list[Completion]) -> None:
-        self.replies = list(replies)
-        self.requests: list[list[dict[str, Any]]] = []
-
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                 options: CallOptions) -> Completion:
-        self.requests.append(copy.deepcopy(messages))
-        return self.replies.pop(0)
 
 
 def tool_call(name: str, args: dict[str, Any] | str, cid: str = "c1") -> Completion:

@@ -3,7 +3,6 @@ and the store's ranking window that keeps common words fast."""
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import json
 import time
@@ -12,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from fakes.providers import Scripted
 from hermes.agent.events import NullSink
-from hermes.agent.provider import CallOptions, Completion, ToolCall
+from hermes.agent.provider import Completion, ToolCall
 from hermes.agent.session import new_agent
 from hermes.config.settings import Settings
 from hermes.store import sessions as sessions_mod
@@ -24,20 +24,6 @@ from hermes.tools.toolsets import Surface
 
 DAY = 86400.0
 NOW = time.time()
-
-
-class Scripted:
-    name = "scripted"
-    model = "scripted-model"
-
-    def __init__(self, replies: list[Completion]) -> None:
-        self.replies = list(replies)
-        self.requests: list[list[dict[str, Any]]] = []
-
-    def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
-                 options: CallOptions) -> Completion:
-        self.requests.append(copy.deepcopy(messages))
-        return self.replies.pop(0)
 
 
 class Clock:

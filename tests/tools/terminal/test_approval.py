@@ -11,8 +11,6 @@ Decision documented by these tests: a string argument of ``echo``/``printf`` is 
 from __future__ import annotations
 
 import os
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fakes.tool_session import FakeSession, ScriptedSink
 from hermes.config.paths import HermesPaths
 from hermes.config.settings import Settings
 from hermes.errors import ApprovalDenied
-from hermes.tools.requests import Request
 from hermes.tools.terminal import gate
 from hermes.tools.terminal.approval import classify, classify_input, findings, stdin_kind
 from hermes.tools.terminal.patterns import PATTERNS, sql_findings, string_literals
@@ -391,32 +389,6 @@ def test_one_megabyte_command_is_classified(command: str, level: str) -> None:
 
 
 # -- the gate ------------------------------------------------------------------------------------------
-
-
-class ScriptedSink:
-    """Records approval requests and answers them from a script (None once the script runs out)."""
-
-    def __init__(self, *answers: Any) -> None:
-        self.answers = list(answers)
-        self.asked: list[Request] = []
-        self._lock = threading.Lock()
-
-    def emit(self, event: Any) -> None:
-        return None
-
-    def ask(self, request: Request) -> Any | None:
-        with self._lock:
-            self.asked.append(request)
-            return self.answers.pop(0) if self.answers else None
-
-
-@dataclass
-class FakeSession:
-    task_id: str
-    surface: Surface
-    sink: ScriptedSink
-    settings: Settings | None
-    state: dict[str, Any] = field(default_factory=dict)
 
 
 def _session(home: Path, surface: Surface = Surface.CLI, *answers: Any, config: str = "") -> FakeSession:

@@ -11,10 +11,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,42 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hermes.tools.terminal.tool  # noqa: F401 - registers the tools
+from fakes.tool_session import FakeSession, ScriptedSink
 from hermes.config.paths import HermesPaths
 from hermes.config.settings import Settings
 from hermes.redact import MASK
 from hermes.tools.registry import registry
-from hermes.tools.requests import Request
 from hermes.tools.terminal.processes import manager
 from hermes.tools.terminal.runner import OUTPUT_MARKER
 from hermes.tools.toolsets import Surface
-
-
-class ScriptedSink:
-    """Records approval requests and answers them from a script (None once the script runs out)."""
-
-    def __init__(self, *answers: Any) -> None:
-        self.answers = list(answers)
-        self.asked: list[Request] = []
-        self._lock = threading.Lock()
-
-    def emit(self, event: Any) -> None:
-        return None
-
-    def ask(self, request: Request) -> Any | None:
-        with self._lock:
-            self.asked.append(request)
-            return self.answers.pop(0) if self.answers else None
-
-
-@dataclass
-class FakeSession:
-    """Satisfies hermes.tools.context.ToolSession."""
-
-    task_id: str
-    surface: Surface
-    sink: ScriptedSink
-    settings: Settings | None
-    state: dict[str, Any] = field(default_factory=dict)
 
 
 def run(args: dict[str, Any] | str, *, task: str = "t-terminal", session: FakeSession | None = None,
