@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from fakes.tokens import jwt
 from fakes.vendors.fal import FastServerThread as ServerThread
 from fakes.vendors.openai_audio import FAKE_AUDIO, FakeOpenAIAudio
 from hermes.config.settings import Settings
@@ -18,13 +16,6 @@ from hermes.errors import GatewayError, SelectionError, ToolError
 from hermes.tools.audio.stt import transcribe_file
 
 _ENV = ("OPENAI_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "TOOL_GATEWAY_USER_TOKEN", "OPENAI_AUDIO_GATEWAY_URL")
-
-
-def jwt(claims: dict[str, Any]) -> str:
-    def part(obj: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-
-    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
 
 
 PAID = jwt({"exp": time.time() + 3600, "paid_access": True})

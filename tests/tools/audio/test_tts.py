@@ -5,7 +5,6 @@ espeak-ng and ffmpeg are Debian packages; tests needing them are skipped cleanly
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import shutil
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 import hermes.tools.audio.tool  # noqa: F401  (registers text_to_speech)
+from fakes.tokens import jwt
 from fakes.vendors.elevenlabs import FakeElevenLabs
 from fakes.vendors.fal import FastServerThread as ServerThread
 from fakes.vendors.fal import SwapApp
@@ -31,13 +31,6 @@ ESPEAK = shutil.which("espeak-ng") or shutil.which("espeak")
 FFMPEG = shutil.which("ffmpeg")
 needs_espeak = pytest.mark.skipif(ESPEAK is None, reason="espeak-ng is not installed (apt-get install espeak-ng)")
 needs_ffmpeg = pytest.mark.skipif(FFMPEG is None, reason="ffmpeg is not installed (apt-get install ffmpeg)")
-
-
-def jwt(claims: dict[str, Any]) -> str:
-    def part(obj: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-
-    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
 
 
 PAID = jwt({"exp": time.time() + 3600, "paid_access": True})

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import hermes.tools.image.tool  # noqa: F401  (registers image_generate)
+from fakes.tokens import jwt
 from fakes.vendors.fal import FakeFal, SwapApp, tiny_png
 from fakes.vendors.fal import FastServerThread as ServerThread
 from fakes.vendors.krea import FakeKrea
@@ -30,13 +31,6 @@ HINT = "Run 'hermes tools' to change it."
 _ENV = ("FAL_KEY", "KREA_API_KEY", "OPENAI_API_KEY", "TOOL_GATEWAY_USER_TOKEN", "TOOL_GATEWAY_URL",
         "TOOL_GATEWAY_DOMAIN", "TOOL_GATEWAY_SCHEME", "FAL_QUEUE_GATEWAY_URL", "KREA_GATEWAY_URL",
         "HERMES_ALLOW_PRIVATE_URLS")
-
-
-def jwt(claims: dict[str, Any]) -> str:
-    def part(obj: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
-
-    return f"{part({'alg': 'none'})}.{part(claims)}.sig"
 
 
 PAID = jwt({"exp": time.time() + 3600, "paid_access": True})
