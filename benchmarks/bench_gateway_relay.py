@@ -12,7 +12,7 @@ as a user would (``hermes toolgateway serve`` with a config pointing its firecra
 and this client. The gateway path is the full pipeline: JWT verification, the revocation/user lookup,
 entitlement, rate limit, quota reservation (``--plan free``: an atomic SQLite upsert per call; ``paid``:
 no quota), the vendor call on the shared ``httpx.AsyncClient`` and the usage insert. ``--scale`` runs the
-gateway on a throw-away PostgreSQL cluster and Redis server (started with ``tests/pg_redis.py``) with the
+gateway on a throw-away PostgreSQL cluster and Redis server (started with ``tests/fakes/pg_redis.py``) with the
 Redis rate limiter switched on, as several hosts would.
 
 * **Latency** — sequential ``POST /v2/search`` on one keep-alive connection, direct to the fake and
@@ -149,7 +149,7 @@ def main() -> None:
     rate = "[rate_limit]\nper_second = 0\nburst = 0\n"
     if args.scale:
         sys.path.insert(0, str(ROOT / "tests"))
-        from pg_redis import PostgresServer, RedisServer
+        from fakes.pg_redis import PostgresServer, RedisServer
 
         pg, rd = PostgresServer(), RedisServer()
         stops += [pg.stop, rd.close]

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/gen_toolsets_doc.py            # print the tables
     .venv/bin/python scripts/gen_toolsets_doc.py --write    # replace them in docs/toolsets.md
 
-The tables sit between the ``generated`` markers of docs/toolsets.md; tests/test_cli_tools.py checks
+The tables sit between the ``generated`` markers of docs/toolsets.md; tests/cli/test_tools.py checks
 that the document still matches the table in code.
 """
 

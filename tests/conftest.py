@@ -42,15 +42,15 @@ def model_server() -> Iterator[ServerFactory]:
         server.stop()
 
 
-# -- PostgreSQL and Redis for the gateway's multi-host tests (helpers: tests/pg_redis.py) -----------------
+# -- PostgreSQL and Redis for the gateway's multi-host tests (helpers: tests/fakes/pg_redis.py) -----------
 # Session-scoped: one throw-away PostgreSQL cluster and one redis-server for the whole run, stopped at the
 # end. Missing programs skip the tests that use them (fail instead when the CI variable is set).
 
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[Any]:
-    """A :class:`pg_redis.PostgresServer`; ``postgres_server.database()`` gives a fresh database URL."""
-    from pg_redis import PostgresServer
+    """A :class:`fakes.pg_redis.PostgresServer`; ``postgres_server.database()`` gives a fresh database URL."""
+    from fakes.pg_redis import PostgresServer
 
     server = PostgresServer()
     try:
@@ -61,8 +61,8 @@ def postgres_server() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[Any]:
-    """A :class:`pg_redis.RedisServer` (``redis_server.url`` carries its password)."""
-    from pg_redis import RedisServer
+    """A :class:`fakes.pg_redis.RedisServer` (``redis_server.url`` carries its password)."""
+    from fakes.pg_redis import RedisServer
 
     server = RedisServer()
     try:
@@ -82,3 +82,12 @@ def traversable_root() -> Iterator[Path]:
     folder.chmod(0o711)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def pipe() -> Iterator[Any]:
+    """A prompt_toolkit pipe input (``send_text`` types into it) for driving the interactive widgets."""
+    from prompt_toolkit.input import create_pipe_input
+
+    with create_pipe_input() as inp:
+        yield inp

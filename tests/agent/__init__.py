@@ -1,0 +1,1 @@
+"""Tests of hermes.agent: the loop, sessions, batch runs, the local model."""

@@ -1,0 +1,1 @@
+"""Tests of hermes.connectors (the client side of connector accounts)."""

@@ -1,0 +1,1 @@
+"""Tests of the Tool Gateway server (hermes.toolgateway) over real HTTP, and its portal."""

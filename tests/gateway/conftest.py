@@ -1,0 +1,16 @@
+"""Fixtures of the gateway server tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from fakes.vendors import ServerThread, pages_app
+
+
+@pytest.fixture(scope="module")
+def pages() -> Iterator[ServerThread]:
+    """The page server fake on loopback (the pages the Firecrawl fake and the local scraper fetch)."""
+    with ServerThread(pages_app()) as server:
+        yield server

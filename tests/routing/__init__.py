@@ -1,0 +1,1 @@
+"""Tests of hermes.routing: credentials, endpoints, selection, the portal login."""

@@ -1,0 +1,1 @@
+"""Tests of hermes.tools: the registry, discovery, toolsets, and one folder per tool."""

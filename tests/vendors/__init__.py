@@ -1,0 +1,1 @@
+"""Tests of the vendor clients (hermes.vendors) on their own."""
