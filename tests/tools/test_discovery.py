@@ -88,6 +88,24 @@ def test_builtin_discovery_finds_todo_list(sandbox: ToolRegistry) -> None:
     assert discover_builtin_tools(sandbox) == []
 
 
+def test_a_registry_of_its_own_gets_the_builtin_tools(sandbox: ToolRegistry) -> None:
+    own = ToolRegistry()
+    discover_builtin_tools(own)
+    assert own.names() == [e.name for e in sandbox.entries() if e.source == "builtin"]
+    assert own.get("todo_list") is sandbox.get("todo_list")
+
+
+def test_a_plugin_loads_into_the_registry_asked_for(sandbox: ToolRegistry, plugins: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    write(plugins / "weather" / "weather_tool.py", WEATHER_PLUGIN)
+    monkeypatch.setenv("WEATHER_API_KEY", "weather-key-0123456789")
+    own = ToolRegistry()
+    assert discover_plugins(own, plugins, entry_points=False) == ["hermes_plugins.weather.weather_tool"]
+    entry = own.get("weather")
+    assert entry is not None and entry.source == "plugin:weather"
+    assert json.loads(own.dispatch("weather", {"location": "Oslo"}))["location"] == "Oslo"
+
+
 # -- plugin folders -----------------------------------------------------------------------------------
 def test_seed_weather_plugin_is_discovered_and_dispatchable(
     sandbox: ToolRegistry, plugins: Path, monkeypatch: pytest.MonkeyPatch

@@ -56,6 +56,12 @@ def _loading(registry: ToolRegistry, source: str) -> Iterator[None]:
             for name in set(r.names()) - before[id(r)]:
                 r.unregister(name)
         raise
+    else:  # tool modules register into the process-wide catalog; honour the registry asked for
+        if registry is not global_registry:
+            for name in sorted(set(global_registry.names()) - before[id(global_registry)]):
+                entry = global_registry.get(name)
+                if entry is not None and name not in registry:
+                    registry.add(entry)
     finally:
         for r in targets:
             r.current_source = "builtin"
@@ -97,6 +103,15 @@ def discover_builtin_tools(registry: ToolRegistry) -> list[str]:
     """Import the built-in tool modules once per registry; returns the module names imported."""
     if registry in _discovered:
         return []
+    if registry is not global_registry:
+        # the modules register into the process-wide catalog once; another registry gets their entries
+        names = discover_builtin_tools(global_registry)
+        _discovered.add(registry)
+        for entry in global_registry.entries():
+            if entry.source == "builtin" and entry.name not in registry:
+                registry.add(entry)
+        registry.load_errors.update(global_registry.load_errors)
+        return names
     _discovered.add(registry)
     import hermes.tools as pkg
 

@@ -162,6 +162,12 @@ class ToolRegistry:
 
         return wrap
 
+    def add(self, entry: ToolEntry) -> None:
+        """Take an entry registered elsewhere (discovery copies the process-wide catalog's into another)."""
+        self._tools[entry.name] = entry
+        self._check_cache.pop(entry.name, None)
+        self.version += 1
+
     def unregister(self, name: str) -> None:
         self._tools.pop(name, None)
         self._check_cache.pop(name, None)
