@@ -344,3 +344,17 @@ def test_connector_tool_when_the_gateway_does_not_answer(home: Path) -> None:
     assert definition["function"] == {**SCHEMA}  # shown as registered
     error = json.loads(session.dispatch("gmail_probe", {"q": "x"}).text)["error"]
     assert error == f"cannot reach the connector gateway at http://127.0.0.1:{port}/relay/connector: ConnectError"
+
+
+def test_alias_errors_name_the_app_of_the_tool_among_other_apps() -> None:
+    """An account list holding other apps first (GitHub) never lends its title to a Gmail error."""
+    github = Account(id="g1", app="github", name="code", display_name="alice", status="active", app_title="GitHub")
+    gmail = [Account(id=f"m{i}", app="gmail", name=n, display_name=f"{n}@x.org", status="active", app_title="Gmail")
+             for i, n in enumerate(("home", "work"))]
+    everything = [github, *gmail]
+    with pytest.raises(ToolArgumentError, match=r"you have 2 Gmail accounts;.*valid names: home, work"):
+        resolve_alias({}, "gmail", everything)
+    with pytest.raises(ToolArgumentError, match=r'"play" is not one of your Gmail accounts'):
+        resolve_alias({ALIAS_FIELD: "play"}, "gmail", everything)
+    with pytest.raises(ToolError, match="no Slack account is connected"):
+        resolve_alias({}, "slack", everything)

@@ -33,7 +33,8 @@ def _names(active: Sequence[Account]) -> list[str]:
 
 
 def _title(app: str, accounts: Sequence[Account]) -> str:
-    return next((a.app_title for a in accounts if a.app_title), "") or app_title(app)
+    """The app's display title, from its own accounts (never another app's), else the naming table's."""
+    return next((a.app_title for a in accounts if a.app == app and a.app_title), "") or app_title(app)
 
 
 def inject_alias(schema: Mapping[str, Any], app: str, accounts: Sequence[Account]) -> dict[str, Any]:
