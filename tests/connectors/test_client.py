@@ -299,6 +299,9 @@ def test_agent_names_an_account_and_announces_it(gw: GatewayHarness, home: Path,
     result = json.loads(tool_registry.dispatch("connector_accounts", {
         "action": "name", "app": "gmail", "account": "alice@work.example", "name": "work"}))
     assert result["announcement"] == ANNOUNCED and result["named"]["id"] == fresh.id
+    told = ToolSession(tool_registry, context=SessionContext()).dispatch("connector_accounts", {
+        "action": "name", "app": "gmail", "account": "alice@home.example", "name": "home"})
+    assert told.metadata["notices"] == ["Hermes named this Gmail account home. Rename it anytime."]
     renamed = json.loads(tool_registry.dispatch("connector_accounts", {
         "action": "name", "app": "gmail", "account": "work", "name": "office"}))
     assert renamed["message"] == "Renamed the Gmail account work to office." and "announcement" not in renamed

@@ -229,6 +229,8 @@ class Agent:
         result: ToolResult = self.session.dispatch(call.name, call.arguments)
         self.sink.emit(ToolFinished(call.id, call.name, result.text, result.is_error,
                                     time.perf_counter() - started))
+        for notice in result.metadata.get("notices", ()):
+            self.sink.emit(Notice("info", str(notice)))  # for the person, whatever the model says of it
         return result.text
 
     # -- history --------------------------------------------------------------------------------------

@@ -18,6 +18,9 @@ TRUNCATION_MARKER = "[hermes: tool result truncated"
 class ToolResult:
     """One call's outcome: the JSON text the model sees, whether it is an error, and notes for surfaces.
 
+    A handler may return one itself to pass notes on; ``metadata["notices"]`` (a list of sentences) is
+    shown to the person on every surface as a notice, beside the result the model gets.
+
     A plain class, not a dataclass: this module is imported at start-up, where building a dataclass costs
     about a millisecond."""
 

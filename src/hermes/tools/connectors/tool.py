@@ -14,10 +14,12 @@ Connector tools themselves get ``connector_alias`` from the session's wrapper
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from hermes.connectors.naming import NAME_PATTERN, NAME_RULE
 from hermes.tools.registry import registry
+from hermes.tools.results import ToolResult
 
 if TYPE_CHECKING:
     from hermes.connectors.directory import ConnectorDirectory
@@ -74,7 +76,7 @@ def connector_accounts_available() -> bool:
         return False
 
 
-def connector_accounts(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+def connector_accounts(args: dict[str, Any], **kw: Any) -> dict[str, Any] | ToolResult:
     """Handler: ``list`` or ``name`` (see the module docstring)."""
     from hermes.config.settings import Settings
     from hermes.connectors.accounts import find_account
@@ -104,9 +106,16 @@ def connector_accounts(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         named = client.rename(target, str(args["name"]), capabilities=listing.capabilities)
     _directory(kw).invalidate()
     if previous is None:
-        return {"named": named.as_json(), "announcement": announcement(named.app_title, str(named.name))}
-    return {"renamed": named.as_json(), "previous_name": previous,
-            "message": f"Renamed the {named.app_title} account {previous} to {named.name}."}
+        sentence = announcement(named.app_title, str(named.name))
+        return _told({"named": named.as_json(), "announcement": sentence}, sentence)
+    sentence = f"Renamed the {named.app_title} account {previous} to {named.name}."
+    return _told({"renamed": named.as_json(), "previous_name": previous, "message": sentence}, sentence)
+
+
+def _told(payload: dict[str, Any], sentence: str) -> ToolResult:
+    """The result for the model, with the sentence as a notice every surface shows the person itself
+    (requirement GW-12: the person must see it even when the model does not repeat it)."""
+    return ToolResult(json.dumps(payload, ensure_ascii=False), metadata={"notices": [sentence]})
 
 
 registry.register(
