@@ -43,9 +43,11 @@ def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
 
-def test_weather_plugin_round_trip(hermes_home: Path, model_server: Any) -> None:
-    """requirement REG-11: the seed's weather tool dropped in as a plugin works through `chat -q`."""
-    install_plugin(hermes_home, "weather", "weather_tool.py")
+@pytest.mark.parametrize("source", ["weather_tool.py", "seed_weather_tool.py"])
+def test_weather_plugin_round_trip(hermes_home: Path, model_server: Any, source: str) -> None:
+    """requirement REG-11: the seed's weather tool dropped in as a plugin works through `chat -q` — as
+    docs/writing-tools.md writes it, and verbatim as the seed does (``from tools.registry import registry``)."""
+    install_plugin(hermes_home, "weather", source)
     (hermes_home / ".env").write_text("WEATHER_API_KEY=test-weather-key-123\n")
     server = model_server([call("weather", {"location": "London"}), text("It is 22 degrees in London.")])
     proc = hermes(hermes_home, "chat", "-q", "Use the weather tool for London", *endpoint(server.url))

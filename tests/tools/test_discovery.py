@@ -125,6 +125,21 @@ def test_seed_weather_plugin_is_discovered_and_dispatchable(
     assert "plugin:weather" not in sandbox.load_errors
 
 
+def test_a_seed_style_plugin_loads_unchanged(sandbox: ToolRegistry, plugins: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seed's file imports ``tools.registry``; it loads as it is, and no alias stays behind (here, where
+    ``tools`` is this test folder's package, only its ``registry`` submodule is answered for)."""
+    seed = Path(__file__).resolve().parent.parent / "data" / "seed_weather_tool.py"
+    assert "from tools.registry import registry" in seed.read_text()
+    write(plugins / "weather" / "weather_tool.py", seed.read_text())
+    monkeypatch.setenv("WEATHER_API_KEY", "weather-key-0123456789")
+    assert discover_plugins(sandbox, plugins, entry_points=False) == ["hermes_plugins.weather.weather_tool"]
+    assert "plugin:weather" not in sandbox.load_errors
+    assert json.loads(sandbox.dispatch("weather", {"location": "Rome"})) == {
+        "location": "Rome", "temp": 22, "units": "metric"}
+    assert "tools.registry" not in sys.modules
+
+
 def test_plugin_tool_without_its_key_is_unavailable(
     sandbox: ToolRegistry, plugins: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

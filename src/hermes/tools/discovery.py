@@ -147,6 +147,42 @@ def _import_file(modname: str, path: Path) -> ModuleType:
     return module
 
 
+#: what an upstream-style tool file writes to reach the registry (the seed's ``from tools.registry import
+#: registry``); such a file loads unchanged as a plugin
+_SEED_IMPORTS = (b"from tools.registry import", b"import tools.registry", b"from tools import registry")
+
+
+@contextmanager
+def _seed_style_imports(path: Path) -> Iterator[None]:
+    """While an upstream-style plugin file is imported, ``tools.registry`` is this registry's module.
+
+    Only for that import and only when the file asks for it; a ``tools`` package that is already
+    imported stays (only its ``registry`` submodule is answered for, when it has none loaded), and
+    nothing stays in ``sys.modules`` afterwards.
+    """
+    try:
+        wants = any(marker in path.read_bytes() for marker in _SEED_IMPORTS)
+    except OSError:
+        wants = False
+    if not wants or "tools.registry" in sys.modules:
+        yield
+        return
+    import hermes.tools.registry as registry_module
+
+    added: dict[str, ModuleType] = {"tools.registry": registry_module}
+    if "tools" not in sys.modules:
+        shim = ModuleType("tools", "upstream-style imports of hermes plugins (tools.registry)")
+        shim.__path__ = []
+        added["tools"] = shim
+    sys.modules.update(added)
+    try:
+        yield
+    finally:
+        for name, module in added.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
 def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
     name = folder.name
     pkgname = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', name)}"
@@ -166,7 +202,8 @@ def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
             continue
         modname = f"{pkgname}.{path.stem}"
         sys.modules.pop(modname, None)
-        _import_file(modname, path)
+        with _seed_style_imports(path):
+            _import_file(modname, path)
         loaded.append(modname)
     return loaded
 
