@@ -76,13 +76,28 @@ def _refused(message: str) -> FetchError:
     return FetchError(403, "url_not_allowed", message)
 
 
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries and reaches: IPv4-mapped, NAT64 (64:ff9b::/96), 6to4
+    (2002::/16) and Teredo (2001::/32: its server and its client)."""
+    found: list[ipaddress.IPv4Address] = []
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    if ip in _NAT64:
+        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found.extend(ip.teredo)
+    return found
+
+
 def ip_allowed(ip: IPAddress, policy: FetchPolicy) -> bool:
-    """Whether a fetch may connect to ``ip`` under ``policy``."""
+    """Whether a fetch may connect to ``ip`` under ``policy``; an IPv6 address that embeds IPv4 addresses
+    is judged by every one of them."""
     if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        elif ip in _NAT64:
-            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        inner = embedded_ipv4(ip)
+        if inner:
+            return all(ip_allowed(v4, policy) for v4 in inner)
     if ip in _METADATA or ip.is_link_local or ip.is_multicast or ip.is_unspecified:
         return False
     if ip.is_loopback:
@@ -198,7 +213,10 @@ async def _hop(client: httpx.AsyncClient, url: str, policy: FetchPolicy, deadlin
                          f"the response is larger than the limit of {policy.max_bytes} bytes") from None
     location = _redirect_target(answer.status, answer.headers)
     if location is not None:
-        return urljoin(url, location)
+        try:
+            return urljoin(url, location)
+        except ValueError:
+            raise FetchError(502, "bad_redirect", "the page redirected to a malformed address") from None
     ctype = _content_type(answer.headers)
     text = _decode(answer.body, answer.charset) if ctype in TEXT_TYPES else ""
     return FetchedPage(url, answer.status, ctype, text, answer.body)
@@ -227,6 +245,10 @@ async def safe_fetch(client: httpx.AsyncClient, url: str, policy: FetchPolicy) -
                 current = result
     except (TimeoutError, DeadlineExceeded, httpx.TimeoutException):
         raise FetchError(504, "fetch_timeout", f"the page did not load within {policy.timeout:g} s") from None
+    except httpx.RemoteProtocolError as exc:
+        if "location header" in str(exc).lower():  # httpx refuses to parse a malformed redirect target
+            raise FetchError(502, "bad_redirect", "the page redirected to a malformed address") from None
+        raise FetchError(502, "fetch_failed", f"the page could not be fetched ({type(exc).__name__})") from None
     except httpx.HTTPError as exc:
         raise FetchError(502, "fetch_failed", f"the page could not be fetched ({type(exc).__name__})") from None
     raise FetchError(502, "too_many_redirects", f"more than {policy.max_redirects} redirects")

@@ -41,6 +41,11 @@ TABLE = [
     ("http://[fc00::1]/", "IPv6 ULA"),
     ("http://0.0.0.0/", "unspecified"),
     ("http://[64:ff9b::a00:1]/", "NAT64 of 10.0.0.1"),
+    ("http://[2002:7f00:1::1]/", "6to4 of 127.0.0.1"),
+    ("http://[2002:a9fe:a9fe::1]/", "6to4 of the metadata address"),
+    ("http://[2002:c0a8:101::1]/", "6to4 of 192.168.1.1"),
+    ("http://[2001:0:7f00:1::1]/", "Teredo with a loopback server"),
+    ("http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/", "Teredo with client 10.0.0.1"),
 ]
 
 
@@ -75,6 +80,14 @@ def test_redirect_to_a_private_address_is_refused(target: str, hermes_home: Path
     assert "resolves to an address that is not fetched from (private or local)" in error
     good = call("web_extract", {"urls": [f"{pages}/redirect?to=/article"]})["results"][0]
     assert good["final_url"] == f"{pages}/article"
+
+
+def test_a_malformed_redirect_is_the_fetchers_own_error(hermes_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         pages: str) -> None:
+    configure(hermes_home, monkeypatch, {"web": {"extract_backend": "local", "allow_loopback": True}})
+    for target in ("http://[::1", "http://[zz]/x", "http://a:99999/"):
+        error = error_of("web_extract", {"urls": [f"{pages}/redirect?to={target}"]})
+        assert "malformed address" in error or "not valid" in error, error
 
 
 def test_name_resolving_to_a_private_address_is_refused(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
