@@ -147,7 +147,9 @@ def test_background_poll_write_log_wait(tmp_path: Path) -> None:
 
 def test_wait_times_out_and_kill_stops_the_group(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    started = run({"command": f"sleep 60 & echo $! > {pidfile}; sleep 60", "background": True,
+    # the pid file appears whole (written aside, then renamed): `echo > file` creates it empty first
+    started = run({"command": f"sleep 60 & echo $! > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; sleep 60",
+                   "background": True,
                    "workdir": str(tmp_path)})
     pid = started["process_id"]
     waited = pm({"action": "wait", "process_id": pid, "timeout": 0})
