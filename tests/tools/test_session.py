@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,27 @@ def test_execute_code_children_act_for_their_parent(reg: ToolRegistry) -> None:
     child = parent.child(task_id="p:script", tools=[])
     assert child.parent is parent and child.task_id == "p:script" and child.surface is Surface.CLI
     assert child.state is not parent.state
+
+
+def test_the_tools_offered_at_the_start_are_frozen(reg: ToolRegistry, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LATE_KEY", raising=False)
+    reg.register(name="late", toolset="t", schema=schema("late"), handler=lambda a, **k: '{"ran": true}',
+                 check_fn=lambda: bool(os.environ.get("LATE_KEY")), requires_env=["LATE_KEY"])
+    session = ToolSession(reg, ["late"], SessionContext())
+    assert session.definitions() == []
+    monkeypatch.setenv("LATE_KEY", "now-it-is-set")
+    reg.invalidate_checks()
+    result = session.dispatch("late", {})
+    assert result.is_error and "not enabled in this session" in result.text
+
+
+def test_a_garbage_tool_name_gets_a_short_error(reg: ToolRegistry) -> None:
+    result = ToolSession(reg, [], SessionContext()).dispatch("x" * 1_000_000, {})
+    assert result.is_error and len(result.text) < 1_000
+
+
+def test_masking_stays_linear_on_repeated_key_prefixes(reg: ToolRegistry) -> None:
+    """'sk-sk-sk-…' once backtracked quadratically (minutes for 100 kB); the suite's timeout guards it."""
+    reg.register(name="echo", toolset="t", schema=schema("echo"), handler=lambda a, **k: "sk-" * 300_000)
+    result = ToolSession(reg, ["echo"], SessionContext(result_budget=10_000_000)).dispatch("echo", {})
+    assert not result.is_error and result.text.startswith("sk-sk-")

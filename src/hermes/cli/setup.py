@@ -352,6 +352,9 @@ def _non_interactive(settings: Settings, args: argparse.Namespace, sections: Ite
         elif cfg.has("model.api_key_env") and preset.name != "custom":
             cfg.delete("model.api_key_env")
         model_settings = settings.model()  # validates before saving
+        from hermes.routing.inference import with_portal_key
+
+        model_settings = with_portal_key(model_settings, settings)
         cfg.save()
         print(f"Saved {preset.name}: {model} at {url} in {settings.paths.config}")
         key_env = args.api_key_env or str(cfg.get("model.api_key_env") or "") or preset.key_env

@@ -9,6 +9,7 @@ catalog's ``registry.dispatch`` called directly): :func:`session_of` returns Non
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -58,14 +59,17 @@ def on_session_end(kw: dict[str, Any], key: str, callback: Callable[[], object])
 
 def session_of(kw: dict[str, Any]) -> SessionView | None:
     """The calling session, or None outside one (the catalog's ``registry.dispatch`` passes none)."""
-    session = kw.get("session")
+    session: SessionView | None = kw.get("session")
     if session is None:
         return None
     kind = type(session)
-    fits = _FITS.get(kind)
-    if fits is None:  # a runtime Protocol check costs ~10 µs: once per type
-        fits = _FITS[kind] = isinstance(session, SessionView)
-    return session if fits else None
+    if kind in _FITS:  # a runtime Protocol check costs ~10 µs: once per type that passed it
+        return session
+    if not isinstance(session, SessionView):
+        return None
+    if kind is not SimpleNamespace:  # instances of a class share its shape; namespaces do not
+        _FITS.add(kind)
+    return session
 
 
-_FITS: dict[type, bool] = {}
+_FITS: set[type] = set()

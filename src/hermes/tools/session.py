@@ -164,7 +164,7 @@ class ToolSession:
         chosen = self.tools if names is None else names
         if chosen is None:
             chosen = self.catalog.names()
-        out = []
+        out: list[dict[str, Any]] = []
         for name in chosen:
             entry = self.catalog.get(name)
             if entry is None or not self.catalog.availability(name, env=self.context.env)[0]:
@@ -173,10 +173,13 @@ class ToolSession:
             for wrapper in wrappers_for(entry):
                 schema = wrapper.schema(entry, schema, self)
             out.append({"type": "function", "function": schema})
+        if names is None and self._offered is None:  # what the model is offered at the start is frozen
+            self._offered = frozenset(d["function"]["name"] for d in out)
         return out
 
     def offered(self) -> frozenset[str]:
-        """The names the model was offered at the session's start (its tools that were available)."""
+        """The names the model was offered at the session's start (its tools that were available then;
+        frozen by the first :meth:`definitions` of the whole session, which the agent makes at start)."""
         if self._offered is None:
             self._offered = frozenset(d["function"]["name"] for d in self.definitions())
         return self._offered
@@ -188,7 +191,7 @@ class ToolSession:
         try:
             refused = self._refusal(name, kw)
             if refused is not None:
-                return ToolResult(refused, True)
+                return RESULT_BUDGET.finish(None, ToolResult(refused, True), self)
             entry, wrappers = self._chain(name)
             if not self.standalone:
                 kw.setdefault("task_id", self.task_id)
@@ -209,7 +212,9 @@ class ToolSession:
             return ToolResult(error_json(f"{name} failed: {type(exc).__name__}"), True)
 
     def _refusal(self, name: str, kw: dict[str, Any]) -> str | None:
-        entry = self.catalog.get(name)
+        entry = self.catalog.get(name) if isinstance(name, str) else None
+        if entry is None:
+            name = str(name)[:100]  # a model's garbage name is echoed, not a megabyte of it
         if self.tools is not None:
             offered = self.offered()
             if name not in offered:

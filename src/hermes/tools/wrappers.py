@@ -94,7 +94,7 @@ class ApprovalRequired:
              call_next: CallNext) -> ToolResult:
         approved: set[str] = session.state.setdefault(self.STATE_KEY, set())
         if entry.name not in approved:
-            if session.context.sink is None:
+            if session.context.sink is None or not session.surface.has_person:
                 raise ApprovalDenied(f"'{entry.name}' needs a person's approval and nobody can be asked here")
             shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
             request = Request("approval", {"command": f"{entry.name}({shown})"[:2000],
@@ -113,10 +113,12 @@ class ApprovalRequired:
 class ResultBudget:
     """The finish step: mask secrets, fit the result into its budget."""
 
-    def finish(self, entry: ToolEntry, result: ToolResult, session: ToolSession) -> ToolResult:
+    def finish(self, entry: ToolEntry | None, result: ToolResult, session: ToolSession) -> ToolResult:
+        """``entry`` None: a refusal before any tool was chosen (the session's budget applies)."""
         text = redact(result.text, secret_values())
-        budget = entry.max_result_chars or session.context.result_budget
-        fitted = fit_result(text, budget, tool=entry.name, spill_dir=session.context.spill_dir)
+        budget = (entry.max_result_chars if entry is not None else None) or session.context.result_budget
+        fitted = fit_result(text, budget, tool=entry.name if entry is not None else "tool",
+                            spill_dir=session.context.spill_dir)
         if fitted is result.text:
             return result
         return ToolResult(fitted, result.is_error, result.metadata)

@@ -68,6 +68,24 @@ def test_session_model_sees_a_local_image(hermes_home: Path, model_server: Any, 
     assert server.request_headers[0]["authorization"] == "Bearer sk-session"
 
 
+def test_a_nous_session_model_sends_the_portal_login(hermes_home: Path, model_server: Any, image: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The session's model key may be the Nous Portal login; the vision call sends it like a chat does."""
+    import time
+
+    from fakes.tokens import jwt
+
+    monkeypatch.delenv("NOUS_API_KEY", raising=False)
+    token = jwt({"paid_access": True, "exp": time.time() + 3600, "scope": "inference:invoke"})
+    auth = hermes_home / "auth.json"
+    auth.write_text(json.dumps({"version": 1, "providers": {"nous": {"access_token": token}}}))
+    auth.chmod(0o600)
+    server: ScriptedModelServer = model_server([text("It is red.")], model="main-model")
+    configure(hermes_home, f"model:\n  provider: nous\n  base_url: {server.url}\n  name: main-model\n  vision: true\n")
+    assert look({"image_url": str(image), "question": QUESTION})["success"] is True
+    assert server.request_headers[0]["authorization"] == f"Bearer {token}"
+
+
 def test_auxiliary_model_on_its_own_endpoint(hermes_home: Path, model_server: Any, image: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     main: ScriptedModelServer = model_server([], model="main-model")

@@ -37,8 +37,11 @@ class VisionModel:
 
 
 def _session_model(ctx: RoutedContext) -> Any:
+    """The session's model endpoint as a session uses it (a Nous Portal login attached as its key)."""
+    from hermes.routing.inference import session_model
+
     try:
-        return ctx.settings.model()
+        return session_model(ctx.settings)
     except ConfigError:
         return None
 
@@ -47,14 +50,16 @@ def pick_model(ctx: RoutedContext, tool: str = "vision_analyze") -> VisionModel:
     """The model to ask (see the module docstring); ToolError when nothing configured can see."""
     timeout = ctx.get_number("vision.timeout", 120.0, low=5.0, high=900.0)
     if ctx.get_bool("model.vision", False):
+        from hermes.routing.inference import session_model
+
         try:
-            session = ctx.settings.model()
+            session = session_model(ctx.settings)
         except ConfigError as exc:
             raise ToolError(f"model.vision is true, but the session's model cannot be used: {exc}") from None
         if session.provider == "local":
             raise ToolError(f"{tool}: the embedded local model cannot read images; configure an auxiliary vision "
                             "model with vision.model and vision.base_url in config.yaml")
-        return VisionModel(session.base_url, session.model, session.api_key, "session", timeout)
+        return VisionModel(session.base_url, session.model, session.current_key(), "session", timeout)
     aux = ctx.get_str("vision.model")
     if aux is None:
         session = _session_model(ctx)
@@ -78,7 +83,7 @@ def pick_model(ctx: RoutedContext, tool: str = "vision_analyze") -> VisionModel:
         if key is None:
             raise ToolError(f"vision.api_key_env names {key_env}, which is not set (add it to ~/.hermes/.env)")
     elif session is not None and session.base_url.rstrip("/") == base.rstrip("/"):
-        key = session.api_key
+        key = session.current_key()
     else:
         key = None
     return VisionModel(base.rstrip("/"), aux, key, "auxiliary", timeout)
