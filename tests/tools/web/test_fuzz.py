@@ -84,6 +84,11 @@ def _check(tool: str, payload: Any) -> None:
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+def test_an_explicit_null_limit_means_the_default(routed: None) -> None:
+    """A case the fuzzer found: ``limit: null`` passes validation (null = not given) and crashed int()."""
+    _check("web_search", {"query": "hermes", "limit": None})
+
+
 @FUZZ
 @given(payload=st.one_of(search_args, raw_text, search_args.map(json.dumps)))
 def test_web_search_malformed_payloads(routed: None, payload: Any) -> None:

@@ -54,7 +54,8 @@ async def web_search(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     query = " ".join(str(args.get("query", "")).split())
     if not query:
         raise ToolArgumentError("'query' must contain words to search for")
-    limit = int(args.get("limit", DEFAULT_LIMIT))
+    raw_limit = args.get("limit")  # an explicit null means "not given" (validation lets it through)
+    limit = DEFAULT_LIMIT if raw_limit is None else int(raw_limit)
     ctx = WebContext.from_kw(kw)
     route = ctx.route("web.search")
     async with http_client() as http:
