@@ -87,7 +87,7 @@ def test_paid_subscription_with_one_own_key() -> None:
           Text to speech    ✓ active via Nous subscription
           Speech to text    ✓ active via Nous subscription
           Browser           ○ active via Browser Use key
-          Video generation  ✓ active via Nous subscription
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
           Model:   ✓ using Nous as inference provider
@@ -119,7 +119,7 @@ def test_expired_but_refreshable_is_not_refreshed_by_info() -> None:
           Text to speech    ✓ active via Nous subscription
           Speech to text    ✓ active via Nous subscription
           Browser           ○ active via Browser Use key
-          Video generation  ✓ active via Nous subscription
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
           Model:   ✓ using Nous as inference provider
@@ -127,18 +127,18 @@ def test_expired_but_refreshable_is_not_refreshed_by_info() -> None:
 
 
 def test_expired_without_refresh_token() -> None:
-    """Auto-detection counts the plan of an expired login (it may be refreshed), so those tools show the
-    same GW-10 refusal they would hit."""
+    """Selected categories show the refusal they would hit; never-configured ones stay off the gateway,
+    since a login alone never moves a category onto it (requirement GW-8)."""
     config = {k: v for k, v in ALL_NOUS.items() if k in ("web", "tts", "browser")}
     assert info(config, {"BROWSER_USE_API_KEY": "bu"}, auth({**PAID, "exp": NOW - 10}, refresh=False)) == snap("""
         ◆ Nous Tool Gateway
           Nous Portal       ✗ login expired — run 'hermes portal login'
           Web tools         ✗ Nous subscription selected — the Nous Portal login has expired
-          Image generation  ✗ Nous subscription (auto-detected) — the Nous Portal login has expired
+          Image generation  ○ not configured
           Text to speech    ✗ Nous subscription selected — the Nous Portal login has expired
-          Speech to text    ✗ Nous subscription (auto-detected) — the Nous Portal login has expired
+          Speech to text    ○ active via local faster-whisper
           Browser           ○ active via Browser Use key
-          Video generation  ✗ Nous subscription (auto-detected) — the Nous Portal login has expired
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -158,7 +158,7 @@ def test_selection_errors_and_split_web() -> None:
           Text to speech    ○ active via ElevenLabs key
           Speech to text    ○ active via local faster-whisper
           Browser           ✗ browser is configured to use camofox (set via hermes tools), but CAMOFOX_URL is not set. Run 'hermes tools' to change it.
-          Video generation  ✓ active via Nous subscription
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
           Model:   currently openai (switch with 'hermes model')

@@ -31,7 +31,7 @@ from hermes.config.settings import Settings
 from hermes.errors import ConfigError, GatewayError
 from hermes.routing import CATEGORIES, resolve_route
 from hermes.routing.choose import apply_selection, choices_for, parse_target
-from hermes.routing.credentials import Credentials
+from hermes.routing.credentials import Credentials, load_credentials
 from hermes.routing.declined import apply_checklist, build_checklist, default_choice
 from hermes.surfaces.picker import Option, checklist, select
 
@@ -207,6 +207,18 @@ def test_declined_is_remembered_never_prechecked_and_cleared_by_checking(home: P
     assert "tool_gateway_declined_tools" not in load(home)
 
 
+def test_the_checklist_moves_exactly_what_it_checks(home: Path) -> None:
+    """requirement GW-8 with GW-7: after the checklist, the checked categories use the gateway, the
+    unchecked ones stay on their own backends although the login covers them."""
+    path = home / "config.yaml"
+    path.write_text("model:\n  provider: nous\n")
+    apply_checklist(path, build_checklist(load(home), {}), {"tts", "image_gen"})
+    config = load(home)
+    paid = Credentials.from_sources({"version": 1, "providers": {"nous": {"access_token": PAID_TOKEN}}}, {})
+    kinds = {name: resolve_route(name, config, {}, paid).kind for name in ("tts", "image_gen", "stt", "web.search")}
+    assert kinds == {"tts": "gateway", "image_gen": "gateway", "stt": "local", "web.search": "local"}
+
+
 def test_model_command_gateway_flag(home: Path) -> None:
     (home / "config.yaml").write_text("browser:\n  cloud_provider: camofox  # mine\n")
     env = {k: v for k, v in os.environ.items() if k not in VENDOR_ENV and k not in GATEWAY_ENV}
@@ -255,6 +267,31 @@ def test_picker_lists_the_gateway_first_logged_out_and_writes_one_category(home:
                                                                    "  provider: openai      # my voice\n")
     assert "VOICE_TOOLS_OPENAI_KEY=sk-voice-123456" in (home / ".env").read_text()
     assert "Text to speech → OpenAI TTS" in out and not any("sk-voice-123456" in line for line in out)
+
+
+def test_picker_login_for_one_tool_moves_only_that_tool(home: Path, pipe: PipeInput) -> None:
+    """requirement GW-8: choosing Nous Subscription for text-to-speech while logged out logs in and turns on
+    that one tool; the never-configured categories stay where they were."""
+    from hermes.surfaces.picker import ToolsPicker
+
+    (home / "config.yaml").write_text("", encoding="utf-8")
+
+    def login(settings: Settings) -> None:
+        (home / "auth.json").write_text(json.dumps({"version": 1, "providers": {"nous": {
+            "access_token": PAID_TOKEN, "refresh_token": "r"}}}), encoding="utf-8")
+
+    # tts (3rd) → Nous Subscription (1st, logs in); then Done (7th)
+    pipe.send_text(DOWN + DOWN + ENTER + ENTER + "7" + ENTER)
+    ToolsPicker(Settings.load(HermesPaths(home)), [].append, login=login, after=lambda c: None,
+                input=pipe, output=DummyOutput()).run()
+    config = load(home)
+    assert config == {"tts": {"provider": "nous"}}
+    credentials = load_credentials(home / "auth.json", {})
+    assert credentials.logged_in
+    routes = {name: resolve_route(name, config, {}, credentials).kind
+              for name in ("tts", "stt", "image_gen", "browser", "video_gen", "web.search")}
+    assert routes == {"tts": "gateway", "stt": "local", "image_gen": "none", "browser": "local",
+                      "video_gen": "none", "web.search": "local"}
 
 
 def test_picker_gateway_login_failure_changes_nothing(home: Path, pipe: PipeInput) -> None:

@@ -103,20 +103,27 @@ CASES = [
     # -- GW-4: auto-detection for never-configured categories --------------------------------------------
     Case("never configured plus FAL_KEY is byok fal", "image_gen", {}, {"FAL_KEY": "k"}, PAID,
          {"kind": "byok", "vendor": "fal", "selected_by": None, "credential_env": "FAL_KEY"}),
-    Case("never configured nothing entitled is gateway", "tts", {}, {}, PAID,
-         {"kind": "gateway", "vendor": "openai", "origin": NOUS_AUDIO, "selected_by": None}),
+    # -- GW-8: a login alone never moves a category onto the subscription -------------------------------
+    Case("login without any selection stays local", "tts", {}, {}, PAID,
+         {"kind": "local", "vendor": "espeak", "selected_by": None}),
+    Case("login without any selection leaves image generation off", "image_gen", {}, {}, PAID,
+         {"kind": "none", "vendor": None, "message": "not configured"}),
+    Case("login via the picker for tts moves tts", "tts", {"tts": {"provider": "nous"}}, {}, PAID,
+         {"kind": "gateway", "origin": NOUS_AUDIO, "selected_by": "tts.provider"}),
+    Case("login via the picker for tts leaves stt where it was", "stt", {"tts": {"provider": "nous"}}, {}, PAID,
+         {"kind": "local", "vendor": "local", "selected_by": None}),
     Case("never configured nothing anonymous is local", "tts", {}, {}, ANON,
          {"kind": "local", "vendor": "espeak", "selected_by": None}),
     Case("never configured nothing anonymous image is none", "image_gen", {}, {}, ANON,
          {"kind": "none", "vendor": None, "origin": None, "message": "not configured"}),
     Case("never configured lapsed subscription is local", "browser", {}, {}, LAPSED,
          {"kind": "local", "vendor": "local", "message": "active via local Chromium"}),
-    Case("auto-detect gateway despite an expired but renewable access token", "browser", {}, {}, EXPIRED_RENEWABLE,
-         {"kind": "gateway", "vendor": "browser-use", "origin": "https://browser-use-gateway.nousresearch.com"}),
+    Case("a renewable login alone does not move the browser", "browser", {}, {}, EXPIRED_RENEWABLE,
+         {"kind": "local", "vendor": "local"}),
     Case("opaque token has no claims so no gateway auto-detect", "stt", {}, {}, OPAQUE,
          {"kind": "local", "vendor": "local"}),
-    Case("free tier covering fal auto-detects gateway", "image_gen", {}, {}, FREE,
-         {"kind": "gateway", "gateway_label": "fal-queue"}),
+    Case("free tier covering fal does not auto-detect the gateway", "image_gen", {}, {}, FREE,
+         {"kind": "none", "gateway_label": None}),
     Case("free tier not covering audio stays local", "tts", {}, {}, FREE, {"kind": "local", "vendor": "espeak"}),
     Case("auto priority elevenlabs before openai", "tts", {}, {"OPENAI_API_KEY": "a", "ELEVENLABS_API_KEY": "b"},
          ANON, {"vendor": "elevenlabs", "credential_env": "ELEVENLABS_API_KEY"}),
@@ -256,15 +263,14 @@ def test_selection_table(case: Case) -> None:
     assert got == case.expect
 
 
-@pytest.mark.parametrize(("credentials", "kind"), [
-    (EXPIRED, "local"),                       # expired, no refresh token: nothing can renew it
-    (EXPIRED_RENEWABLE, "gateway"),           # the tool renews it before calling
-    (Credentials.from_sources(None, {"TOOL_GATEWAY_USER_TOKEN": jwt({"exp": NOW - 10, "paid_access": True})}),
-     "local"),                                # an expired env token is never renewed
-    (PAID, "gateway"),
+@pytest.mark.parametrize("credentials", [
+    EXPIRED,
+    EXPIRED_RENEWABLE,
+    Credentials.from_sources(None, {"TOOL_GATEWAY_USER_TOKEN": jwt({"exp": NOW - 10, "paid_access": True})}),
+    PAID,
 ], ids=["expired-login", "renewable-login", "expired-env-token", "valid"])
-def test_auto_detection_skips_a_gateway_token_nothing_can_renew(credentials: Credentials, kind: str) -> None:
-    assert resolve_route("tts", {}, {}, credentials, now=NOW).kind == kind
+def test_auto_detection_never_picks_the_gateway_from_a_login(credentials: Credentials) -> None:
+    assert resolve_route("tts", {}, {}, credentials, now=NOW).kind == "local"
     # a saved selection still wins: the route stays on the gateway and the entitlement check explains
     assert resolve_route("tts", {"tts": {"provider": "nous"}}, {}, credentials, now=NOW).kind == "gateway"
 

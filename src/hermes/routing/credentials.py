@@ -300,20 +300,6 @@ class Credentials:
         """Entitled to a gateway category by the claims, ignoring expiry."""
         return self.logged_in and self.claims is not None and self.claims.covers(coverage_key)
 
-    def dead(self, now: float) -> bool:
-        """The token sent to the gateway has expired and nothing can renew it.
-
-        An expired portal login with a refresh token is not dead (tools renew it before calling); an
-        expired ``TOOL_GATEWAY_USER_TOKEN`` or a login without a refresh token is.
-        """
-        if not self.is_expired(now):
-            return False
-        return self.token_source == "env" or not self.refreshable
-
-    def covers_for_detection(self, coverage_key: str, now: float) -> bool:
-        """What GW-4 auto-detection asks: covered by the claims, and the token is not :meth:`dead`."""
-        return self.covers(coverage_key) and not self.dead(now)
-
     def entitlement(self, coverage_key: str, now: float) -> Entitlement:
         """The full check for one gateway category at time ``now``."""
         if not self.logged_in:

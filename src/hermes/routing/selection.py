@@ -17,11 +17,11 @@ The rules, in order:
    names a vendor the gateway relays (the upstream client wrote ``provider: fal`` *and*
    ``use_gateway: true`` for its "Nous Subscription" rows). Next to a vendor the gateway does not relay
    (``web.backend: tavily``) the flag has no meaning and the vendor stands.
-3. **Never configured** (GW-4): auto-detect, in the order of ``Category.auto_order`` — env-only
-   backends first (``SEARXNG_URL``, ``CAMOFOX_URL``), then vendors with a key — then the gateway when
-   the claims entitle the account to that category (and its token has not expired beyond renewal),
-   then the key-less or local default, else a route
-   of kind ``none``.
+3. **Never configured** (GW-4): auto-detect from the person's own backends, in the order of
+   ``Category.auto_order`` — env-only backends first (``SEARXNG_URL``, ``CAMOFOX_URL``), then vendors
+   with a key — then the key-less or local default, else a route of kind ``none``. A portal login alone
+   never moves a category onto the gateway (GW-8): only a written selection does, and the picker,
+   ``hermes model``'s checklist and ``hermes setup --portal`` are what write ``nous``.
 
 Entitlement is checked separately by :func:`check_entitlement` (in :mod:`hermes.routing.entitlement`):
 a saved ``nous`` selection resolves to a gateway route even when logged out, so ``hermes portal info``
@@ -30,7 +30,6 @@ can show both the route and why it would fail, and tools raise the GW-10 error w
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -129,8 +128,8 @@ def resolve_route(
     ``stt``, ``browser``, ``video_gen``).
 
     Raises SelectionError (GW-3 wording) when the saved selection cannot run, and ValueError for a
-    name that is not a routable category (a programming error). ``now`` (default: the clock) only
-    matters to auto-detection, which skips a gateway token that expired with nothing to renew it.
+    name that is not a routable category (a programming error). ``now`` is accepted so callers pass
+    the instant they check entitlement at; routing itself reads no clock.
     """
     category, function = split_route_name(category_or_function)
     section = _section(config, category)
@@ -138,7 +137,7 @@ def resolve_route(
     if choice is not None:
         value, key = choice
         return _resolve_choice(category, function, value, key, config, env, credentials)
-    return _auto_detect(category, function, config, env, credentials, time.time() if now is None else now)
+    return _auto_detect(category, function, env)
 
 
 def resolve_all(
@@ -279,16 +278,12 @@ def _resolve_choice(
     return _vendor_route(category, function, vendor, key, env)
 
 
-def _auto_detect(
-    category: Category, function: str, config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials,
-    now: float,
-) -> Route:
+def _auto_detect(category: Category, function: str, env: Mapping[str, str]) -> Route:
+    """A never-configured category: the person's own backends, then the local default (never the gateway)."""
     for name in category.auto_order.get(function, ()):
         vendor = category.vendor(name)
         if vendor is not None and _satisfied(vendor, env):
             return _vendor_route(category, function, vendor, None, env)
-    if credentials.covers_for_detection(category.coverage_key, now):
-        return _gateway_route(category, function, None, config, env, credentials)
     fallback = category.fallback.get(function)
     local = category.vendor(fallback) if fallback else None
     if local is not None:
