@@ -269,6 +269,17 @@ def test_picker_lists_the_gateway_first_logged_out_and_writes_one_category(home:
     assert "Text to speech → OpenAI TTS" in out and not any("sk-voice-123456" in line for line in out)
 
 
+def test_current_marks_the_row_the_route_uses_with_legacy_use_gateway() -> None:
+    """requirement GW-6: ``tts.provider: openai`` + ``use_gateway: true`` routes to the gateway, so the
+    gateway row is the current one, not OpenAI TTS."""
+    config = {"tts": {"provider": "openai", "use_gateway": True}}
+    rows = choices_for(parse_target("tts"), config, {}, logged_in=True)
+    assert [r.label for r in rows if r.current] == ["Nous Subscription"]
+    assert resolve_route("tts", config, {}, Credentials.from_sources(None, {})).kind == "gateway"
+    plain = choices_for(parse_target("tts"), {"tts": {"provider": "openai"}}, {}, logged_in=True)
+    assert [r.label for r in plain if r.current] == ["OpenAI TTS"]
+
+
 def test_picker_login_for_one_tool_moves_only_that_tool(home: Path, pipe: PipeInput) -> None:
     """requirement GW-8: choosing Nous Subscription for text-to-speech while logged out logs in and turns on
     that one tool; the never-configured categories stay where they were."""

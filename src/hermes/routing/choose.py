@@ -239,8 +239,8 @@ def choices_for(target: Target, config: Mapping[str, Any], env: Mapping[str, str
     section = _section(config, target.category.name)
     raw = section.get(target.key.split(".", 1)[1])
     saved = ALIASES.get(raw.strip().lower(), raw.strip().lower()) if isinstance(raw, str) else None
-    if saved is None and target.function is None and _legacy_routes_backend(target.category, section):
-        saved = GATEWAY_VALUE
+    if target.function is None and _legacy_routes_backend(target.category, section):
+        saved = GATEWAY_VALUE  # legacy use_gateway beside a relayed vendor routes to the gateway: mark that row
     if not logged_in:
         gateway_note = "managed by Nous; you will be asked to log in to Nous Portal"
     elif covered is False:
