@@ -285,3 +285,9 @@ def test_info_imports_no_network_or_terminal_libraries(hermes_home: Path) -> Non
                           env={**os.environ, "HERMES_HOME": str(hermes_home)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("[]")
+
+
+def test_a_paid_login_beside_a_free_env_token_shows_the_credential_that_decides() -> None:
+    """One credential decides plan and token: TOOL_GATEWAY_USER_TOKEN is sent, so its free tier is shown."""
+    lines = info({"image_gen": {"provider": "nous"}}, {"TOOL_GATEWAY_USER_TOKEN": jwt(FREE)}, auth(PAID))
+    assert "  Nous Portal       ✓ free tool tier (TOOL_GATEWAY_USER_TOKEN) (covers fal, firecrawl)\n" in lines

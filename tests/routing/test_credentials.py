@@ -205,7 +205,8 @@ def test_auth_json_layout_and_env_token() -> None:
                                                   "portal_base_url": "http://127.0.0.1:8080/"}}}
     creds = Credentials.from_sources(auth, {"TOOL_GATEWAY_USER_TOKEN": env_tok})
     assert creds.token == env_tok and creds.token_source == "env"
-    assert creds.paid_access  # claims come from the portal login
+    # requirement GW-10, issue 24: one credential decides both what is sent and the plan it is judged by
+    assert not creds.paid_access
     assert creds.expires_at == NOW
     assert creds.portal_base_url == "http://127.0.0.1:8080"
     alone = Credentials.from_sources(auth, {})

@@ -246,6 +246,11 @@ CASES = [
          {"gateway_label": "krea"}),
     Case("no model free tier defaults to fal", "image_gen", {"image_gen": {"provider": "nous"}}, {}, FREE,
          {"gateway_label": "fal-queue"}),
+    Case("a paid login beside a free env token is judged by the free token it sends", "image_gen",
+         {"image_gen": {"provider": "nous"}}, {},
+         creds({"exp": NOW + 3600, "paid_access": True}, {"TOOL_GATEWAY_USER_TOKEN": jwt(
+             {"exp": NOW + 3600, "tool_access": {"enabled": True, "coverage": {"fal": True}}})}),
+         {"gateway_label": "fal-queue"}),
     Case("video gateway uses fal queue", "video_gen", {"video_gen": {"provider": "nous"}}, {}, ANON,
          {"kind": "gateway", "gateway_label": "fal-queue", "vendor": "fal"}),
 ]

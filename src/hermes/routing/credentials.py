@@ -20,9 +20,10 @@ Coverage keys are the gateway's category names: ``firecrawl``, ``fal``, ``fal-vi
 
 Sources: ``HERMES_HOME/auth.json`` in the upstream layout (``providers.nous.access_token``, else the
 first ``credential_pool.nous[]`` entry holding an ``access_token``) and ``TOOL_GATEWAY_USER_TOKEN``. The
-token *sent* to the gateway is ``TOOL_GATEWAY_USER_TOKEN`` when set, else the auth.json token; claims
-are read from the auth.json token when it is a JWT, else from ``TOOL_GATEWAY_USER_TOKEN`` when that is
-one (unlike the upstream client, an env token carrying claims is enough for a self-hosted gateway).
+token *sent* to the gateway is ``TOOL_GATEWAY_USER_TOKEN`` when set, else the auth.json token, and the
+claims (plan, coverage, expiry) are read from that same token, so one credential decides both what is
+sent and which models and relays are chosen (a paid login beside a free-tier env token is judged as
+the free tier it sends). An env token carrying claims is enough for a self-hosted gateway.
 This module only reads auth.json; the login flow writes it.
 """
 
@@ -232,9 +233,8 @@ class Credentials:
         nous = _nous_entry(auth)
         access = _text(nous.get("access_token")) if nous else None
         env_token = _text(env.get("TOOL_GATEWAY_USER_TOKEN"))
-        payload = decode_jwt_payload(access)
-        if payload is None:
-            payload = decode_jwt_payload(env_token)
+        # one credential decides both what is sent and the plan it is judged by: the token that is sent
+        payload = decode_jwt_payload(env_token if env_token else access)
         claims = Claims.from_payload(payload) if payload is not None else None
         return cls(
             access_token=access,
