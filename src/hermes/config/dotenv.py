@@ -16,32 +16,87 @@ from hermes.config.atomic import atomic_write
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
 
 
+_ESCAPES = {"n": "\n", '"': '"', "\\": "\\"}
+
+
+class _BadValue(ValueError):
+    """A value this parser cannot read; the message says why."""
+
+
 def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        inner = value[1:-1]
-        if value[0] == '"':
-            inner = inner.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-        return inner
+    """The value of ``KEY=<value>``: quoted (``"..."`` with ``\\"``, ``\\n``, ``\\\\`` escapes, or ``'...'``)
+    followed by nothing or a ``# comment``; or unquoted, with an optional `` # comment``."""
+    if value[:1] in ("'", '"'):
+        quote, out, i = value[0], [], 1
+        while i < len(value):
+            c = value[i]
+            if quote == '"' and c == "\\" and i + 1 < len(value):
+                out.append(_ESCAPES.get(value[i + 1], c + value[i + 1]))
+                i += 2
+                continue
+            if c == quote:
+                rest = value[i + 1:].strip()
+                if rest and not rest.startswith("#"):
+                    raise _BadValue(f"text after the closing quote: {rest[:20]!r}")
+                return "".join(out)
+            out.append(c)
+            i += 1
+        raise _BadValue("its quote is never closed")
     # Strip an inline comment after unquoted values: KEY=value # note
     hashpos = value.find(" #")
     return value[:hashpos].rstrip() if hashpos >= 0 else value
 
 
-def parse_dotenv(text: str) -> dict[str, str]:
-    """Parse ``KEY=value`` lines; blank lines and ``#`` comments are ignored."""
+#: problems already reported, so a command that reads .env several times warns once per line
+_warned: set[tuple[str, int, str]] = set()
+
+
+def _warn(where: str, lineno: int, why: str) -> None:
+    if (where, lineno, why) not in _warned:
+        _warned.add((where, lineno, why))
+        import logging
+
+        logging.getLogger("hermes.config").warning("%s line %d is skipped: %s", where, lineno, why)
+
+
+def _undecodable(line: str) -> str | None:
+    """Why ``line`` (decoded with ``surrogateescape``) is not UTF-8, or None."""
+    for column, c in enumerate(line, 1):
+        if "\udc80" <= c <= "\udcff":
+            return f"byte 0x{ord(c) - 0xDC00:02x} at column {column} is not UTF-8"
+    return None
+
+
+def parse_dotenv(text: str, *, where: str = ".env") -> dict[str, str]:
+    """Parse ``KEY=value`` lines; blank lines and ``#`` comments are ignored. A line that cannot be read
+    is skipped with one warning naming ``where`` and the line's number; the rest still count."""
     out: dict[str, str] = {}
-    for line in text.splitlines():
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
+        bad = _undecodable(line)
+        if bad is not None:
+            _warn(where, lineno, bad)
+            continue
         m = _LINE.match(line)
-        if m:
+        if not m:
+            _warn(where, lineno, "it is not KEY=value")
+            continue
+        try:
             out[m.group(1)] = _unquote(m.group(2))
+        except _BadValue as exc:
+            _warn(where, lineno, f"the value of {m.group(1)} cannot be read ({exc})")
     return out
+
+
+def _read_text(path: Path) -> str:
+    """The file's text; bytes that are not UTF-8 are kept as surrogate escapes, so nothing is lost."""
+    return path.read_bytes().decode("utf-8", errors="surrogateescape")
 
 
 def read_dotenv(path: Path) -> dict[str, str]:
     try:
-        return parse_dotenv(path.read_text(encoding="utf-8"))
+        return parse_dotenv(_read_text(path), where=str(path))
     except FileNotFoundError:
         return {}
 
@@ -58,7 +113,7 @@ def set_dotenv_value(path: Path, key: str, value: str | None) -> None:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
         raise ValueError(f"not a valid environment variable name: {key!r}")
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = _read_text(path).splitlines()
     except FileNotFoundError:
         lines = []
     out: list[str] = []
@@ -73,7 +128,8 @@ def set_dotenv_value(path: Path, key: str, value: str | None) -> None:
         out.append(line)
     if value is not None and not done:
         out.append(f"{key}={_quote(value)}")
-    atomic_write(path, "\n".join(out) + ("\n" if out else ""), mode=0o600)
+    text = "\n".join(out) + ("\n" if out else "")
+    atomic_write(path, text.encode("utf-8", errors="surrogateescape"), mode=0o600)  # other lines byte for byte
 
 
 class Environment:
