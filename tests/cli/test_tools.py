@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,31 +14,11 @@ from ruamel.yaml import YAML
 
 DATA = Path(__file__).parents[1] / "data"
 
-# Runs the real `hermes` command line; when a command module of another group is missing from this
-# checkout (main.py imports them all), it falls back to a parser holding just the named command.
-RUNNER = textwrap.dedent("""
-    import argparse, sys
-    from hermes.cli import main as m
-    from hermes.cli.common import run_command
-    try:
-        parser = m.build_parser()
-    except ImportError:
-        parser = argparse.ArgumentParser(prog="hermes")
-        sub = parser.add_subparsers(dest="command")
-        mod = __import__(f"hermes.cli.{sys.argv[1]}", fromlist=["x"])
-        sp = sub.add_parser(sys.argv[1])
-        mod.configure(sp)
-        args = parser.parse_args(sys.argv[1:])
-        raise SystemExit(run_command(sys.argv[1], args))
-    raise SystemExit(m.main(sys.argv[1:]))
-""")
-
-
 def hermes(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k not in ("WEATHER_API_KEY", "HERMES_KANBAN_TASK")}
     full_env["HERMES_HOME"] = str(home)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-c", RUNNER, *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hermes", *args], capture_output=True, text=True,
                           env=full_env, timeout=60)
 
 
