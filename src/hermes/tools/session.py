@@ -111,7 +111,6 @@ class ToolSession:
         self.state: dict[str, Any] = state if state is not None else {}
         #: no session state to lend (the catalog-wide session): tools that need one are refused
         self.standalone = self.tools is None and context is None if standalone is None else standalone
-        self._chains: dict[str, tuple[int, ToolEntry, list[ToolWrapper]]] = {}
         self._offered: frozenset[str] | None = None
 
     # -- what tools see (hermes.tools.context.SessionView) ------------------------------------------
@@ -189,10 +188,11 @@ class ToolSession:
         """Run one tool call; never raises. ``kw`` goes to the handler beside ``task_id`` and ``session``
         (this session; the catalog-wide one passes on only what its caller gave)."""
         try:
-            refused = self._refusal(name, kw)
-            if refused is not None:
-                return RESULT_BUDGET.finish(None, ToolResult(refused, True), self)
-            entry, wrappers = self._chain(name)
+            entry = self.catalog.get(name) if isinstance(name, str) else None
+            refused = self._refusal(name, entry, kw)
+            if refused is not None or entry is None:
+                return RESULT_BUDGET.finish(None, ToolResult(refused or "", True), self)
+            wrappers = wrappers_for(entry)
             if not self.standalone:
                 kw.setdefault("task_id", self.task_id)
                 kw.setdefault("session", self)
@@ -211,8 +211,7 @@ class ToolSession:
             logger.warning("dispatch of %s failed: %s", name, type(exc).__name__, exc_info=True)
             return ToolResult(error_json(f"{name} failed: {type(exc).__name__}"), True)
 
-    def _refusal(self, name: str, kw: dict[str, Any]) -> str | None:
-        entry = self.catalog.get(name) if isinstance(name, str) else None
+    def _refusal(self, name: str, entry: ToolEntry | None, kw: dict[str, Any]) -> str | None:
         if entry is None:
             name = str(name)[:100]  # a model's garbage name is echoed, not a megabyte of it
         if self.tools is not None:
@@ -226,16 +225,6 @@ class ToolSession:
         if entry.needs_session and self.standalone and kw.get("session") is None:
             return error_json(OUTSIDE_SESSION.format(name=name))
         return None
-
-    def _chain(self, name: str) -> tuple[ToolEntry, list[ToolWrapper]]:
-        cached = self._chains.get(name)
-        if cached is not None and cached[0] == self.catalog.version:
-            return cached[1], cached[2]
-        entry = self.catalog.get(name)
-        assert entry is not None  # checked by _refusal
-        wrappers = wrappers_for(entry)
-        self._chains[name] = (self.catalog.version, entry, wrappers)
-        return entry, wrappers
 
     def _through(self, wrappers: list[ToolWrapper], entry: ToolEntry, args: dict[str, Any],
                  kw: dict[str, Any]) -> ToolResult:
