@@ -59,7 +59,7 @@ def test_login_link_sets_a_strict_httponly_session_and_redirects(gw: GatewayHarn
         assert httpx.get(f"{gw.url}/api/usage", headers={"authorization": f"Bearer {value}"}).status_code == 401
         page = c.get("/dashboard")
         assert page.status_code == 200 and "Signed in as alice (plan paid)" in page.text
-        for header, expected in (("x-frame-options", "DENY"), ("referrer-policy", "no-referrer"),
+        for header, expected in (("x-frame-options", "DENY"), ("referrer-policy", "same-origin"),
                                  ("cache-control", "no-store")):
             assert page.headers[header] == expected
         csp = page.headers["content-security-policy"]
@@ -103,6 +103,26 @@ def test_token_form_sign_in_and_csrf(gw: GatewayHarness) -> None:
         gw.side.accounts.revoke(token)
         ended = c.get("/dashboard")
         assert "Signed in as" not in ended.text and "revoked" in ended.text
+
+
+def test_where_a_form_came_from_decides(gw: GatewayHarness) -> None:
+    """The headers a browser sends with a form decide, as Chromium sends them: ``Sec-Fetch-Site`` when present
+    (``same-origin`` passes even with ``Origin: null``; ``same-site``, i.e. another port of this host, and
+    ``cross-site`` do not); without it an ``Origin`` that is not ours, ``null`` included, is refused."""
+    token = gw.token("bob")
+    cases = [({"origin": "null", "sec-fetch-site": "same-origin"}, 303),
+             ({"origin": gw.url, "sec-fetch-site": "same-origin"}, 303),
+             ({"origin": gw.url, "sec-fetch-site": "same-site"}, 403),
+             ({"origin": "null", "sec-fetch-site": "cross-site"}, 403),
+             ({"origin": "null"}, 403),
+             ({"origin": "http://localhost:1"}, 403),
+             ({"origin": gw.url}, 303)]
+    for headers, status in cases:
+        with gw.client() as c:
+            csrf = csrf_of(c.get("/dashboard"))
+            resp = c.post("/dashboard/signin", data={"token": token, "csrf": csrf}, headers=headers)
+            assert resp.status_code == status, headers
+            assert ("another site" in resp.text) == (status == 403), headers
 
 
 def test_login_code_in_the_form(gw: GatewayHarness) -> None:
