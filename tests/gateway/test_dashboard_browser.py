@@ -64,9 +64,9 @@ def test_chromium_renders_the_signed_in_dashboard(gw: GatewayHarness, tmp_path: 
     assert "Signed in as alice (plan paid)" in done.stdout and 'name="token"' not in done.stdout
     rows = dom.tables["by-tool"]
     assert [r[:7] for r in rows] == [
-        ["firecrawl", "local", "scrape", "2", "1", "1", "$0.001"],
-        ["firecrawl", "searxng", "search", "3", "3", "7", "$0.014"],
-        ["openai-audio", "openai", "speech", "1", "1", "24", "$0.0024"],
+        ["Web extract", "firecrawl relay, local", "scrape", "2", "1", "1", "$0.001"],
+        ["Web search", "firecrawl relay, searxng", "search", "3", "3", "7", "$0.014"],
+        ["Text to speech", "openai-audio relay, openai", "speech", "1", "1", "24", "$0.0024"],
     ]
     assert "<svg" in done.stdout
     bars = {(m["data-day"], m["data-category"]): m["data-units"] for m in dom.marks if m["kind"] == "bar"}
