@@ -137,3 +137,80 @@ def test_serve_routes_by_host_and_stops_gracefully(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert f"firecrawl-gateway.localhost:{port}" in err and "/relay/firecrawl" in err
     assert "stopped (SIGTERM)" in err
+
+
+def _start_server(home: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    port = _free_port()
+    env = {**os.environ, "HERMES_HOME": str(home)}
+    env.pop("OPENAI_API_KEY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "toolgateway", "serve", "--port", str(port),
+                             "--access-log", "off", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"the server did not start: {proc.communicate()[1]}")
+        time.sleep(0.05)
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    return proc.communicate(timeout=20)[1]
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        busy = hermes(home, "serve", "--port", port, "--access-log", "off", check=False)
+    assert busy.returncode == 1, busy.stderr
+    lines = [line for line in busy.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"port {port} is already in use" in lines[0] and "--port" in lines[0], busy.stderr
+    assert "Traceback" not in busy.stderr and "Errno" not in busy.stderr and busy.stdout == ""
+
+
+def test_banner_names_the_dashboards_and_the_relays_that_are_off(tmp_path: Path) -> None:
+    proc, base = _start_server(tmp_path / "home")
+    err = _stop(proc)
+    assert f"{base}/dashboard (users)" in err and f"{base}/admin/dashboard (admin)" in err
+    assert "relay openai-audio: off — no vendor key (OPENAI_API_KEY)" in err
+    assert "relay fal-queue: off — no vendor key (FAL_KEY)" in err
+    assert "search off — no SEARXNG_URL or FIRECRAWL_API_KEY" in err and "extract with the local fetcher" in err
+    assert "relay modal: off" in err
+
+
+def test_login_link_names_the_port_the_server_runs_on(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    hermes(home, "users", "add", "alice", "--plan", "paid")
+    idle = hermes(home, "users", "login-link", "alice", "--dashboard").stdout
+    assert "http://127.0.0.1:8787/dashboard?login=ll_" in idle and "no running server found" in idle
+    proc, base = _start_server(home)
+    try:
+        out = hermes(home, "users", "login-link", "alice", "--dashboard").stdout
+        link = out.split()[-1]
+        assert link.startswith(f"{base}/dashboard?login=ll_") and "where the running server listens" in out
+        # the link works: it signs in on that server
+        signed = httpx.get(link, follow_redirects=True)
+        assert signed.status_code == 200 and "Signed in as alice" in signed.text
+        device = hermes(home, "users", "login-link", "alice").stdout.split()[-1]
+        assert device.startswith(f"{base}/device?login=ll_")
+        pinned = hermes(home, "users", "login-link", "alice", "--public-url", "https://gw.example/").stdout
+        assert pinned.split()[-1].startswith("https://gw.example/device?login=") and "from --public-url" in pinned
+        port = hermes(home, "users", "login-link", "alice", "--port", "9999", "--dashboard").stdout
+        assert port.split()[-1].startswith("http://127.0.0.1:9999/dashboard?login=") and "from --port" in port
+        bad = hermes(home, "users", "login-link", "alice", "--public-url", "gw.example", check=False)
+        assert bad.returncode == 1 and "--public-url must be an http(s) URL" in bad.stderr
+    finally:
+        _stop(proc)
+    assert not (home / "toolgateway" / "serving.json").exists()
+    after = hermes(home, "users", "login-link", "alice").stdout
+    assert after.split()[-1].startswith("http://127.0.0.1:8787/device?login=")

@@ -59,7 +59,7 @@ def test_login_link_sets_a_strict_httponly_session_and_redirects(gw: GatewayHarn
         assert httpx.get(f"{gw.url}/api/usage", headers={"authorization": f"Bearer {value}"}).status_code == 401
         page = c.get("/dashboard")
         assert page.status_code == 200 and "Signed in as alice (plan paid)" in page.text
-        for header, expected in (("x-frame-options", "DENY"), ("referrer-policy", "no-referrer"),
+        for header, expected in (("x-frame-options", "DENY"), ("referrer-policy", "same-origin"),
                                  ("cache-control", "no-store")):
             assert page.headers[header] == expected
         csp = page.headers["content-security-policy"]
@@ -98,11 +98,32 @@ def test_token_form_sign_in_and_csrf(gw: GatewayHarness) -> None:
         assert "Signed in as bob (plan free)" in page.text
         # the allowance of the free plan: 3 of 100 used this month
         allowance = Page(page.text).tables["allowances"]
-        assert allowance[0][:3] == ["firecrawl", "3", "100"] and allowance[0][3].endswith("-01T00:00:00Z")
+        assert allowance[0][:3] == ["Web search and extract (firecrawl)", "3", "100"]
+        assert allowance[0][3].endswith("-01T00:00:00Z")
         # revoking the token bob signed in with ends the dashboard session too
         gw.side.accounts.revoke(token)
         ended = c.get("/dashboard")
         assert "Signed in as" not in ended.text and "revoked" in ended.text
+
+
+def test_where_a_form_came_from_decides(gw: GatewayHarness) -> None:
+    """The headers a browser sends with a form decide, as Chromium sends them: ``Sec-Fetch-Site`` when present
+    (``same-origin`` passes even with ``Origin: null``; ``same-site``, i.e. another port of this host, and
+    ``cross-site`` do not); without it an ``Origin`` that is not ours, ``null`` included, is refused."""
+    token = gw.token("bob")
+    cases = [({"origin": "null", "sec-fetch-site": "same-origin"}, 303),
+             ({"origin": gw.url, "sec-fetch-site": "same-origin"}, 303),
+             ({"origin": gw.url, "sec-fetch-site": "same-site"}, 403),
+             ({"origin": "null", "sec-fetch-site": "cross-site"}, 403),
+             ({"origin": "null"}, 403),
+             ({"origin": "http://localhost:1"}, 403),
+             ({"origin": gw.url}, 303)]
+    for headers, status in cases:
+        with gw.client() as c:
+            csrf = csrf_of(c.get("/dashboard"))
+            resp = c.post("/dashboard/signin", data={"token": token, "csrf": csrf}, headers=headers)
+            assert resp.status_code == status, headers
+            assert ("another site" in resp.text) == (status == 403), headers
 
 
 def test_login_code_in_the_form(gw: GatewayHarness) -> None:
@@ -162,9 +183,9 @@ def test_user_page_shows_only_its_own_usage(gw: GatewayHarness) -> None:
         parsed = Page(page.text)
         rows = parsed.tables["by-tool"]
         assert [r[:7] for r in rows] == [
-            ["firecrawl", "local", "scrape", "2", "1", "1", "$0.001"],
-            ["firecrawl", "searxng", "search", "2", "2", "2", "$0.004"],
-            ["openai-audio", "openai", "speech", "1", "1", "24", "$0.0024"],
+            ["Web extract", "firecrawl relay, local", "scrape", "2", "1", "1", "$0.001"],
+            ["Web search", "firecrawl relay, searxng", "search", "2", "2", "2", "$0.004"],
+            ["Text to speech", "openai-audio relay, openai", "speech", "1", "1", "24", "$0.0024"],
         ]
         assert all(r[7].endswith(" ms") for r in rows)
         assert "bob" not in page.text and "bob-only" not in page.text and "mallory" not in page.text
@@ -240,10 +261,10 @@ def test_admin_page_shows_everyone_and_filters(gw: GatewayHarness) -> None:
         assert HOSTILE not in page.text and "&lt;img src=x" in page.text
         bob = c.get("/admin/dashboard?user=bob&days=1")
         parsed = Page(bob.text)
-        assert [r[:8] for r in parsed.tables["by-tool"]] == [["bob", "firecrawl", "searxng", "search", "3", "3", "3",
-                                                              "$0.006"]]
+        assert [r[:8] for r in parsed.tables["by-tool"]] == [
+            ["bob", "Web search", "firecrawl relay, searxng", "search", "3", "3", "3", "$0.006"]]
         assert "alice" not in "".join(r[0] for r in parsed.tables["by-tool"])
-        assert parsed.tables["allowances"][0][:3] == ["firecrawl", "3", "100"]
+        assert parsed.tables["allowances"][0][:3] == ["Web search and extract (firecrawl)", "3", "100"]
         assert 'value="bob" selected' in bob.text and 'href="dashboard?user=bob&amp;days=30"' in bob.text
         assert '<input type="hidden" name="days" value="1">' in bob.text
         unknown = c.get("/admin/dashboard", params={"user": "<script>alert(1)</script>"})

@@ -9,13 +9,17 @@ chart's colours. The gateway and its usage come from :func:`fakes.dashboard.usag
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import os
 import struct
 import subprocess
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from starlette.applications import Starlette
@@ -60,9 +64,9 @@ def test_chromium_renders_the_signed_in_dashboard(gw: GatewayHarness, tmp_path: 
     assert "Signed in as alice (plan paid)" in done.stdout and 'name="token"' not in done.stdout
     rows = dom.tables["by-tool"]
     assert [r[:7] for r in rows] == [
-        ["firecrawl", "local", "scrape", "2", "1", "1", "$0.001"],
-        ["firecrawl", "searxng", "search", "3", "3", "7", "$0.014"],
-        ["openai-audio", "openai", "speech", "1", "1", "24", "$0.0024"],
+        ["Web extract", "firecrawl relay, local", "scrape", "2", "1", "1", "$0.001"],
+        ["Web search", "firecrawl relay, searxng", "search", "3", "3", "7", "$0.014"],
+        ["Text to speech", "openai-audio relay, openai", "speech", "1", "1", "24", "$0.0024"],
     ]
     assert "<svg" in done.stdout
     bars = {(m["data-day"], m["data-category"]): m["data-units"] for m in dom.marks if m["kind"] == "bar"}
@@ -73,32 +77,96 @@ def test_chromium_renders_the_signed_in_dashboard(gw: GatewayHarness, tmp_path: 
     assert points == set(bars)
 
 
-async def _final_page(devtools: str, start: str, settled: str) -> str:
-    """Open ``start`` in a new tab and read the page's HTML until it contains ``settled`` (or 20 s pass).
+@contextmanager
+def devtools(tmp: Path) -> Iterator[str]:
+    """A headless Chromium with its DevTools endpoint open; yields the browser's WebSocket URL."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing (CI installs it)")
+        pytest.skip(f"{CHROMIUM} is not installed")
+    profile = tmp / "profile"
+    profile.mkdir()
+    browser = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+         "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HOME": str(tmp)})
+    try:
+        active = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (active.exists() and len(active.read_text().split()) >= 2):
+            time.sleep(0.05)
+        port, path = active.read_text().split()[:2]
+        yield f"ws://127.0.0.1:{port}{path}"
+    finally:
+        browser.terminate()
+        try:
+            browser.wait(10)
+        except subprocess.TimeoutExpired:
+            browser.kill()
+            browser.wait()
+
+
+class Tab:
+    """One browser tab driven over DevTools: open a URL, read the page, type and click like a person.
 
     A cross-site navigation swaps the renderer process, which ``--dump-dom`` does not follow reliably; a
     DevTools session attached to the tab (``flatten``) stays with it across the swap.
     """
-    from websockets.asyncio.client import connect
 
-    async with connect(devtools, proxy=None, compression=None, max_size=None) as ws:
-        target = await cdp_call(ws, 1, "Target.createTarget", {"url": start})
+    def __init__(self, ws: Any, session: str) -> None:
+        self.ws, self.session, self.ids = ws, session, itertools.count(100)
+
+    @classmethod
+    async def open(cls, ws: Any, url: str) -> Tab:
+        target = await cdp_call(ws, 1, "Target.createTarget", {"url": url})
         attached = await cdp_call(ws, 2, "Target.attachToTarget", {"targetId": target["result"]["targetId"],
                                                                "flatten": True})
-        session = attached["result"]["sessionId"]
-        html, deadline, ident = "", time.monotonic() + 20, 3
+        return cls(ws, attached["result"]["sessionId"])
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await cdp_call(self.ws, next(self.ids), method, params, self.session)
+
+    async def evaluate(self, expression: str) -> Any:
+        reply = await self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True})
+        return reply.get("result", {}).get("result", {}).get("value")  # None while navigating
+
+    async def wait_for(self, settled: Callable[[str], bool], seconds: float = 20) -> str:
+        """The page's HTML once it has loaded and ``settled(html)`` holds (the last one seen after ``seconds``)."""
+        html, deadline = "", time.monotonic() + seconds
         while time.monotonic() < deadline:
-            reply = await cdp_call(ws, ident, "Runtime.evaluate", {
-                "expression": "document.readyState + '|' + document.documentElement.outerHTML",
-                "returnByValue": True}, session)
-            ident += 1
-            value = reply.get("result", {}).get("result", {}).get("value")  # an error while navigating: retry
+            value = await self.evaluate("document.readyState + '|' + document.documentElement.outerHTML")
             if isinstance(value, str):
                 state, _, html = value.partition("|")
-                if state == "complete" and settled in html:
+                if state == "complete" and settled(html):
                     return html
             await asyncio.sleep(0.1)
         return html
+
+    async def goto(self, url: str) -> None:
+        await self.call("Page.navigate", {"url": url})
+
+    async def click(self, selector: str) -> None:
+        """A left click with the mouse in the middle of the element ``selector``."""
+        where = await self.evaluate(f"(() => {{ const r = document.querySelector({json.dumps(selector)})"
+                                    ".getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        assert isinstance(where, list), f"no {selector} on the page"
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            await self.call("Input.dispatchMouseEvent", {"type": kind, "x": where[0], "y": where[1],
+                                                         "button": "left", "clickCount": 1})
+
+    async def type_into(self, selector: str, text: str) -> None:
+        await self.click(selector)
+        await self.call("Input.insertText", {"text": text})
+
+
+async def _final_page(ws_url: str, start: str, settled: str) -> str:
+    """Open ``start`` in a new tab and read the page's HTML until it contains ``settled`` (or 20 s pass)."""
+    from websockets.asyncio.client import connect
+
+    async with connect(ws_url, proxy=None, compression=None, max_size=None) as ws:
+        tab = await Tab.open(ws, start)
+        return await tab.wait_for(lambda html: settled in html)
 
 
 @pytest.mark.timeout(120)
@@ -111,35 +179,90 @@ def test_chromium_link_followed_from_another_site(gw: GatewayHarness, tmp_path: 
     async def hop(request: Request) -> Response:
         return HTMLResponse(f'<meta http-equiv="refresh" content="0;url={target}"><p>elsewhere</p>')
 
-    profile = tmp_path / "profile"
-    profile.mkdir()
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHROMIUM} is missing (CI installs it)")
-        pytest.skip(f"{CHROMIUM} is not installed")
-    browser = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-         "--remote-debugging-port=0", f"--user-data-dir={profile}", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "HOME": str(tmp_path)})
-    try:
-        active = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (active.exists() and len(active.read_text().split()) >= 2):
-            time.sleep(0.05)
-        port, path = active.read_text().split()[:2]
-        with ServerThread(Starlette(routes=[Route("/", hop)])) as other:
-            html = asyncio.run(_final_page(f"ws://127.0.0.1:{port}{path}", f"http://localhost:{other.port}/",
-                                           "Signed in as"))
-    finally:
-        browser.terminate()
-        try:
-            browser.wait(10)
-        except subprocess.TimeoutExpired:
-            browser.kill()
-            browser.wait()
+    with devtools(tmp_path) as ws_url, ServerThread(Starlette(routes=[Route("/", hop)])) as other:
+        html = asyncio.run(_final_page(ws_url, f"http://localhost:{other.port}/", "Signed in as"))
     assert "elsewhere" not in html and 'name="token"' not in html
     assert "Signed in as alice (plan paid)" in html and "<svg" in html
+
+
+SIGNED_OUT_USER = 'name="token"'
+SIGNED_OUT_ADMIN = 'name="admin_token"'
+
+
+async def _click_every_form(ws_url: str, gw: GatewayHarness, forger: str) -> dict[str, str]:
+    """Sign in and out through every dashboard form, typing and clicking; then the forged forms of
+    ``forger`` (another site). Returns the page HTML after each step, by step name."""
+    from websockets.asyncio.client import connect
+
+    seen: dict[str, str] = {}
+
+    def signed_in(who: str) -> Callable[[str], bool]:
+        return lambda html: f"Signed in as {who}" in html or "role=\"alert\"" in html
+
+    def signed_out(field: str) -> Callable[[str], bool]:
+        return lambda html: field in html and "Signed in as" not in html
+
+    async with connect(ws_url, proxy=None, compression=None, max_size=None) as ws:
+        tab = await Tab.open(ws, f"{gw.url}/dashboard")
+        await tab.wait_for(signed_out(SIGNED_OUT_USER))
+        await tab.type_into('input[name="token"]', gw.token("bob"))
+        await tab.click('form[action="dashboard/signin"] button')
+        seen["token sign-in"] = await tab.wait_for(signed_in("bob"))
+        await tab.click('form[action="dashboard/signout"] button')
+        seen["user sign-out"] = await tab.wait_for(signed_out(SIGNED_OUT_USER))
+        await tab.type_into('input[name="token"]', login_link(gw, "dora"))
+        await tab.click('form[action="dashboard/signin"] button')
+        seen["code sign-in"] = await tab.wait_for(signed_in("dora"))
+
+        await tab.goto(f"{gw.url}/admin/dashboard")
+        await tab.wait_for(signed_out(SIGNED_OUT_ADMIN))
+        await tab.type_into('input[name="admin_token"]', gw.side.admin_token)
+        await tab.click('form[action="dashboard/signin"] button')
+        seen["admin sign-in"] = await tab.wait_for(signed_in("the administrator"))
+        await tab.click('form[action="dashboard/signout"] button')
+        seen["admin sign-out"] = await tab.wait_for(signed_out(SIGNED_OUT_ADMIN))
+        await tab.type_into('input[name="admin_token"]', gw.side.admin_token)
+        await tab.click('form[action="dashboard/signin"] button')
+        await tab.wait_for(signed_in("the administrator"))
+
+        for step, button in (("forged sign-out", "#signout"), ("forged sign-in", "#signin")):
+            await tab.goto(forger)
+            await tab.wait_for(lambda html: "forms of another site" in html)
+            await tab.click(button)
+            seen[step] = await tab.wait_for(lambda html: "forms of another site" not in html)
+        await tab.goto(f"{gw.url}/admin/dashboard")
+        seen["admin after forgery"] = await tab.wait_for(signed_in("the administrator"))
+        await tab.goto(f"{gw.url}/dashboard")
+        seen["user after forgery"] = await tab.wait_for(signed_in("dora"))
+    return seen
+
+
+@pytest.mark.timeout(150)
+def test_chromium_every_form_works_and_forged_ones_are_refused(gw: GatewayHarness, tmp_path: Path) -> None:
+    """Each form of the dashboard typed into and clicked in Chromium: sign in by pasting a gateway token,
+    sign out, sign in by pasting a login code, the admin's sign-in and sign-out. Then a page on another site
+    (``localhost``) posts the dashboard's own forms: both are refused and no session changes."""
+    bob = gw.token("bob")
+
+    async def forms(request: Request) -> Response:
+        return HTMLResponse(
+            "<h1>forms of another site</h1>"
+            f'<form method="post" action="{gw.url}/admin/dashboard/signout"><input type="hidden" name="csrf" '
+            'value="x"><button id="signout">Win a prize</button></form>'
+            f'<form method="post" action="{gw.url}/dashboard/signin"><input type="hidden" name="token" '
+            f'value="{bob}"><input type="hidden" name="csrf" value="x"><button id="signin">Win more</button></form>')
+
+    with devtools(tmp_path) as ws_url, ServerThread(Starlette(routes=[Route("/", forms)])) as other:
+        seen = asyncio.run(_click_every_form(ws_url, gw, f"http://localhost:{other.port}/"))
+    assert "Signed in as bob (plan free)" in seen["token sign-in"], seen["token sign-in"][-1500:]
+    assert "Signed in as dora (plan paid)" in seen["code sign-in"], seen["code sign-in"][-1500:]
+    assert "Signed in as the administrator" in seen["admin sign-in"], seen["admin sign-in"][-1500:]
+    for step in ("user sign-out", "admin sign-out"):
+        assert "another site" not in seen[step] and "Signed in as" not in seen[step], step
+    for step in ("forged sign-out", "forged sign-in"):
+        assert "This form was sent from another site" in seen[step], seen[step][-1500:]
+    assert "Signed in as the administrator" in seen["admin after forgery"]
+    assert "Signed in as dora" in seen["user after forgery"] and "Signed in as bob" not in seen["user after forgery"]
 
 
 def png_colours(data: bytes) -> set[tuple[int, int, int]]:

@@ -158,13 +158,13 @@ def test_concurrent_refreshes_spend_the_refresh_token_once(gw: GatewayHarness, t
 def test_expired_subscription_gives_the_portal_error(gw: GatewayHarness, tmp_path: Path) -> None:
     auth = tmp_path / "auth.json"
     log_in(gw, auth, "dave")
-    route = resolve_route("web.search", NOUS_CONFIG, {}, load_credentials(auth, {}))
+    route = resolve_route("web.extract", NOUS_CONFIG, {}, load_credentials(auth, {}))
     assert check_entitlement(route, load_credentials(auth, {})) is not None
     gw.side.accounts.set_plan("dave", "paid", time.time() - 1)
     creds = fresh_credentials(auth, {}, now=time.time() + gw.config.access_token_ttl - 30)
     assert not creds.paid_access and not creds.warnings
     with pytest.raises(GatewayError) as err:
-        check_entitlement(resolve_route("web.search", NOUS_CONFIG, {}, creds), creds)
+        check_entitlement(resolve_route("web.extract", NOUS_CONFIG, {}, creds), creds)
     assert "no active subscription" in str(err.value)
     assert f"{gw.url}/manage-subscription" in str(err.value) and "hermes tools" in str(err.value)
 
@@ -174,7 +174,7 @@ def test_free_tier_login_covers_only_its_categories(gw: GatewayHarness, tmp_path
     log_in(gw, auth, "fred")
     creds = load_credentials(auth, {})
     assert creds.free_tier
-    assert check_entitlement(resolve_route("web.search", NOUS_CONFIG, {}, creds), creds) is not None
+    assert check_entitlement(resolve_route("web.extract", NOUS_CONFIG, {}, creds), creds) is not None
     with pytest.raises(GatewayError, match="free tool tier does not cover it"):
         check_entitlement(resolve_route("tts", NOUS_CONFIG, {}, creds), creds)
 
@@ -297,6 +297,63 @@ def test_choosing_the_subscription_in_the_picker_logs_in_on_the_spot(gw: Gateway
                     after=lambda change: report_change(change, out.append), input=pipe, output=DummyOutput()).run()
     assert "Nous Subscription needs a Nous Portal login; starting it now (nothing else is changed)." in out
     assert any(line.startswith("✓ Logged in. Plan: paid") for line in out)
-    assert "  Web tools         ✓ active via Nous subscription" in out
+    # this gateway has no search backend: the status says so instead of "active"
+    assert f"  Web extract       ✓ active via the Tool Gateway at {gw.url}" in out, out
+    assert f"  Web search        ✗ Tool Gateway at {gw.url} selected — this gateway does not offer it" in out, out
     assert (hermes_home / "config.yaml").read_text() == config + "web:\n  backend: nous\n"
     assert stat.S_IMODE((hermes_home / "auth.json").stat().st_mode) == 0o600
+
+
+def _hermes(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hermes", *args], capture_output=True, text=True, env=env,
+                          timeout=60)
+
+
+def test_login_to_a_self_hosted_gateway_routes_to_it(gw: GatewayHarness, hermes_home: Path) -> None:
+    """``hermes portal login`` against our own server: the portal advertises its relay origins and which relays
+    are on (this one has only page extraction: no search backend, no audio or image vendor); they are stored
+    beside the token, every gateway route goes to this server, and only the offered one reads "active"."""
+    (hermes_home / "config.yaml").write_text(
+        "web:\n  backend: nous\ntts:\n  provider: nous\nstt:\n  provider: nous\nimage_gen:\n  provider: nous\n")
+    env = {k: v for k, v in os.environ.items() if "GATEWAY" not in k and "PORTAL" not in k and k != "DISPLAY"}
+    env["HERMES_HOME"] = str(hermes_home)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "portal", "login", "--portal-url", gw.url,
+                             "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            if line.strip().startswith("code:"):
+                assert gw.side.oauth.decide(line.split(":", 1)[1].strip(), gw.side.accounts.get_user("bob"), True)
+                break
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "Plan: paid — managed tools available" in out and "(paid)" not in out
+    stored = json.loads((hermes_home / "auth.json").read_text())["providers"]["nous"]["tool_gateway"]
+    assert stored["origins"]["firecrawl"] == gw.url and stored["origins"]["krea"] == f"{gw.url}/relay/krea"
+    assert "firecrawl.scrape" in stored["offers"] and "firecrawl.search" not in stored["offers"]
+
+    data = json.loads(_hermes(env, "portal", "info", "--json").stdout)
+    routes = data["routes"]
+    assert "nousresearch.com" not in json.dumps(routes)
+    assert routes["web.extract"]["origin"] == gw.url and routes["web.extract"]["entitlement"] == "paid"
+    assert routes["web.extract"]["message"] == f"active via the Tool Gateway at {gw.url}"
+    assert routes["tts"]["origin"] == f"{gw.url}/relay/openai-audio"
+    assert routes["image_gen"]["origin"] == f"{gw.url}/relay/krea"
+    for name in ("web.search", "tts", "stt", "image_gen"):
+        assert routes[name]["route"] == "gateway" and routes[name]["entitlement"] == "not_offered", name
+        assert "does not offer it" in routes[name]["error"]
+    text = _hermes(env, "portal", "info").stdout
+    assert f"  Web extract       ✓ active via the Tool Gateway at {gw.url}\n" in text
+    assert f"  Web search        ✗ Tool Gateway at {gw.url} selected — this gateway does not offer it\n" in text
+    assert f"  Text to speech    ✗ Tool Gateway at {gw.url}/relay/openai-audio selected — this gateway does not " \
+           "offer it\n" in text
+
+    # a GW-14 pin wins over what the login advertised, and another origin is not judged by its offers
+    pinned = {**env, "OPENAI_AUDIO_GATEWAY_URL": "http://127.0.0.1:9/audio"}
+    routes = json.loads(_hermes(pinned, "portal", "info", "--json").stdout)["routes"]
+    assert routes["tts"]["origin"] == "http://127.0.0.1:9/audio" and routes["tts"]["entitlement"] == "paid"
+    assert routes["web.extract"]["origin"] == gw.url
+    # logging out and in to a portal that advertises nothing drops the stored block with the tokens
+    assert "Logged out" in _hermes(env, "portal", "logout").stdout

@@ -66,6 +66,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp.add_argument("name")
     sp.add_argument("--minutes", type=float, default=15.0, help="validity (default 15)")
     sp.add_argument("--dashboard", action="store_true", help="a link that signs in to the usage dashboard instead")
+    sp.add_argument("--public-url", metavar="URL", help="the address people reach the server at (default: the "
+                                                        "running server's, else public_url, else host:port)")
+    sp.add_argument("--port", type=int, help="the port the server listens on (http://HOST:PORT)")
     _common(sp)
 
     tokens = sub.add_parser("tokens", help="issue, list and revoke access tokens")
@@ -162,15 +165,43 @@ def _users(gw: Gateway, args: argparse.Namespace) -> int:
         print(f"{user.name}: plan {user.plan}" + (f" until {_iso(user.plan_expires)}" if user.plan_expires else ""))
     elif cmd == "login-link":
         user = acc.get_user(args.name)
+        base, source = _link_base(gw.config, args)
         secret = gw.oauth.create_login_link(user, args.minutes)
+        print(f"server address {base} ({source})")
         if args.dashboard:
             print(f"one-time dashboard link for {user.name} (valid {args.minutes:g} min; opening it signs in):")
-            print(f"{gw.config.base_url()}/dashboard?login={secret}")
+            print(f"{base}/dashboard?login={secret}")
         else:
             print(f"one-time login link for {user.name} (valid {args.minutes:g} min; open it, enter the code shown "
                   f"in the terminal, approve):")
-            print(f"{gw.config.base_url()}/device?login={secret}")
+            print(f"{base}/device?login={secret}")
     return 0
+
+
+def _link_base(config: GatewayConfig, args: argparse.Namespace) -> tuple[str, str]:
+    """The address a login link names, and where it came from: ``--public-url``, ``--port``, the running
+    server's record, ``public_url`` in the config, else the configured host and port."""
+    from dataclasses import replace
+
+    from hermes.errors import ConfigError
+    from hermes.toolgateway.running import Serving
+
+    if args.public_url:
+        url = args.public_url.strip().rstrip("/")
+        if not url.startswith(("http://", "https://")) or " " in url:
+            raise ConfigError(f"--public-url must be an http(s) URL, not {args.public_url!r}")
+        return url, "from --public-url"
+    if args.port is not None:
+        if not 0 < args.port < 65536:
+            raise ConfigError(f"--port must be 1-65535, not {args.port}")
+        return replace(config, port=args.port, public_url=None).base_url(), "from --port"
+    record = Serving(config).read()
+    if record is not None:
+        return record.url, f"where the running server listens, pid {record.pid}"
+    if config.public_url:
+        return config.base_url(), "public_url in the gateway config"
+    return config.base_url(), (f"the configured port {config.port}; no running server found — pass --port or "
+                               "--public-url if it listens elsewhere")
 
 
 def _tokens(gw: Gateway, args: argparse.Namespace) -> int:

@@ -57,10 +57,11 @@ class ConnectorClient:
     """Synchronous client of ``/v1/connectors/*`` for one user token."""
 
     def __init__(self, origin: str, token: str, env: Mapping[str, str], *, timeout: float = DEFAULT_TIMEOUT,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None, advertised: Mapping[str, str] | None = None) -> None:
         self.origin = origin.rstrip("/")
         self._token = token
         self._env = dict(env)
+        self._advertised = dict(advertised or {})  # the origins the portal login advertised (trusted too)
         self.timeout = timeout
         self._transport = transport
         self._http: httpx.Client | None = None
@@ -75,8 +76,8 @@ class ConnectorClient:
         from hermes.routing.portal_auth import fresh_credentials
 
         env = settings.env.as_dict()
-        origin = connector_origin(env)
         credentials = fresh_credentials(settings.paths.auth, env)
+        origin = connector_origin(env, credentials.gateway_origins)
         token = credentials.token
         if not token:
             raise ConnectorError("Connector accounts need a Nous Portal login: run 'hermes portal login' "
@@ -84,7 +85,7 @@ class ConnectorClient:
         if credentials.claims is not None and not credentials.managed_tools:
             raise ConnectorError("Your Nous Portal account does not include managed connectors (the login has no "
                                  f"managed_tools entitlement). See {credentials.portal_base_url}.")
-        return cls(origin, token, env, **kwargs)
+        return cls(origin, token, env, advertised=credentials.gateway_origins, **kwargs)
 
     # -- HTTP ----------------------------------------------------------------------------------------
     def _client(self) -> httpx.Client:
@@ -117,7 +118,7 @@ class ConnectorClient:
         from hermes.routing.endpoints import token_allowed_for
 
         url = self.origin + path
-        if not token_allowed_for(url, self._env):
+        if not token_allowed_for(url, self._env, advertised=self._advertised):
             raise ConnectorError(f"the connector gateway origin {self.origin} is not a trusted gateway host, so "
                                  "your token was not sent. Check CONNECTOR_GATEWAY_URL in ~/.hermes/.env.")
         try:

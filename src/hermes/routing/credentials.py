@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from hermes.routing.advertised import AdvertisedGateway
+
 log = logging.getLogger("hermes.routing")
 
 DEFAULT_PORTAL_URL = "https://portal.nousresearch.com"
@@ -47,7 +49,8 @@ _PORTAL_HOSTS = frozenset({"portal.nousresearch.com", "localhost", "127.0.0.1"})
 _MAX_TOKEN = 64 * 1024
 _B64URL = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_=")
 
-EntitlementStatus = Literal["paid", "free_tier", "not_logged_in", "unknown", "expired", "not_covered", "no_access"]
+EntitlementStatus = Literal["paid", "free_tier", "not_logged_in", "unknown", "expired", "not_covered", "no_access",
+                            "not_offered"]
 TokenSource = Literal["env", "auth.json"]
 
 
@@ -203,6 +206,7 @@ _SUMMARIES: Mapping[EntitlementStatus, str] = {
     "expired": "the Nous Portal login has expired",
     "not_covered": "not covered by the free tool tier",
     "no_access": "no active subscription with tool access",
+    "not_offered": "this gateway does not offer it",
 }
 
 
@@ -221,6 +225,9 @@ class Credentials:
     warnings: tuple[str, ...] = ()
     #: the portal login holds a refresh token, so an expired access token can still be renewed
     refreshable: bool = False
+    #: the gateway the portal login advertised (``tool_gateway`` in auth.json); None for the managed
+    #: portal, an older login, or when ``TOOL_GATEWAY_USER_TOKEN`` is the token sent
+    gateway: AdvertisedGateway | None = None
 
     @classmethod
     def anonymous(cls) -> Credentials:
@@ -243,6 +250,7 @@ class Credentials:
             portal_base_url=_portal_url(nous, env),
             expires_at=_iso_time(nous.get("expires_at")) if nous else None,
             refreshable=bool(nous and access and _text(nous.get("refresh_token"))),
+            gateway=AdvertisedGateway.read(nous.get("tool_gateway")) if nous and access and not env_token else None,
         )
 
     def with_claims(self, claims: Claims | None) -> Credentials:
@@ -250,6 +258,11 @@ class Credentials:
         return replace(self, claims=claims)
 
     # -- what the routing needs -----------------------------------------------------------------
+    @property
+    def gateway_origins(self) -> Mapping[str, str]:
+        """The relay origins the portal login advertised, by label (empty when none)."""
+        return self.gateway.origins if self.gateway is not None else {}
+
     @property
     def token(self) -> str | None:
         """The token sent to the gateway: ``TOOL_GATEWAY_USER_TOKEN`` wins over the portal login."""

@@ -8,7 +8,9 @@ vendors the gateway runs itself and media uploads — and ``connector`` — the 
 1. ``{LABEL}_GATEWAY_URL`` (label upper-cased, ``-`` → ``_``), used exactly as given. For the two
    special labels these are ``TOOL_GATEWAY_URL`` and ``CONNECTOR_GATEWAY_URL``;
 2. for a vendor hosted on the shared origin: ``TOOL_GATEWAY_URL``;
-3. ``{TOOL_GATEWAY_SCHEME}://{label}-gateway.{TOOL_GATEWAY_DOMAIN}`` (shared-hosted vendors:
+3. when ``TOOL_GATEWAY_DOMAIN`` is not set: the origin the portal login advertised for the label
+   (``advertised``, stored beside the token by a login to a self-hosted gateway: :mod:`.advertised`);
+4. ``{TOOL_GATEWAY_SCHEME}://{label}-gateway.{TOOL_GATEWAY_DOMAIN}`` (shared-hosted vendors:
    ``tool-gateway``), scheme ``https`` and domain ``nousresearch.com`` unless set. A scheme other
    than ``http``/``https`` is a :class:`~hermes.errors.ConfigError`.
 
@@ -157,8 +159,9 @@ def _check_label(label: str) -> None:
         raise ValueError(f"not a gateway label: {label!r}")
 
 
-def gateway_origin(label: str, env: Mapping[str, str]) -> str:
-    """The base URL the client calls for ``label`` (no trailing slash; vendor paths go right after it).
+def gateway_origin(label: str, env: Mapping[str, str], advertised: Mapping[str, str] | None = None) -> str:
+    """The base URL the client calls for ``label`` (no trailing slash; vendor paths go right after it);
+    ``advertised``: the origins the portal login advertised, by label.
 
     Raises ConfigError for a malformed override (scheme, domain or pinned URL) and ValueError for a
     label that cannot be a host name part.
@@ -172,20 +175,22 @@ def gateway_origin(label: str, env: Mapping[str, str]) -> str:
         pinned = _pinned(env, pin_env_name(SHARED_LABEL))
         if pinned is not None:
             return pinned
+    if advertised and label in advertised and _value(env, "TOOL_GATEWAY_DOMAIN") is None:
+        return advertised[label]
     scheme = gateway_scheme(env)
     host, port = gateway_domain(env)
     sub = SHARED_LABEL if shared else label
     return f"{scheme}://{sub}-gateway.{host}" + (f":{port}" if port is not None else "")
 
 
-def shared_origin(env: Mapping[str, str]) -> str:
-    """The shared managed origin (``TOOL_GATEWAY_URL`` or ``tool-gateway.<domain>``)."""
-    return gateway_origin(SHARED_LABEL, env)
+def shared_origin(env: Mapping[str, str], advertised: Mapping[str, str] | None = None) -> str:
+    """The shared managed origin (``TOOL_GATEWAY_URL``, the advertised one, or ``tool-gateway.<domain>``)."""
+    return gateway_origin(SHARED_LABEL, env, advertised)
 
 
-def connector_origin(env: Mapping[str, str]) -> str:
-    """The connector API origin (``CONNECTOR_GATEWAY_URL`` or ``connector-gateway.<domain>``)."""
-    return gateway_origin(CONNECTOR_LABEL, env)
+def connector_origin(env: Mapping[str, str], advertised: Mapping[str, str] | None = None) -> str:
+    """The connector API origin (``CONNECTOR_GATEWAY_URL``, the advertised one, or ``connector-gateway.<domain>``)."""
+    return gateway_origin(CONNECTOR_LABEL, env, advertised)
 
 
 def _is_loopback(host: str) -> bool:
@@ -197,7 +202,8 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def trusted_origins(env: Mapping[str, str], extra_labels: Iterable[str] = ()) -> frozenset[Origin]:
+def trusted_origins(env: Mapping[str, str], extra_labels: Iterable[str] = (),
+                    advertised: Mapping[str, str] | None = None) -> frozenset[Origin]:
     """The exact origins the token may go to besides loopback and the derived ``*-gateway`` hosts.
 
     That is the origin of every known label (pinned or derived). A malformed override is skipped here
@@ -206,7 +212,7 @@ def trusted_origins(env: Mapping[str, str], extra_labels: Iterable[str] = ()) ->
     found: set[Origin] = set()
     for label in (*KNOWN_LABELS, *extra_labels):
         try:
-            origin = parse_origin(gateway_origin(label, env))
+            origin = parse_origin(gateway_origin(label, env, advertised))
         except (ConfigError, ValueError):
             origin = None
         if origin is not None:
@@ -214,14 +220,16 @@ def trusted_origins(env: Mapping[str, str], extra_labels: Iterable[str] = ()) ->
     return frozenset(found)
 
 
-def token_allowed_for(url: str, env: Mapping[str, str], *, extra_labels: Iterable[str] = ()) -> bool:
+def token_allowed_for(url: str, env: Mapping[str, str], *, extra_labels: Iterable[str] = (),
+                      advertised: Mapping[str, str] | None = None) -> bool:
     """Whether the user's gateway token may be attached to a request for ``url``.
 
     True only for:
 
     * loopback (``localhost``, ``127.0.0.0/8``, ``::1``) over http or https, any port;
     * the origin of a known label: its ``{LABEL}_GATEWAY_URL`` pin, ``TOOL_GATEWAY_URL``,
-      ``CONNECTOR_GATEWAY_URL``, or the derived ``{label}-gateway.<domain>`` host;
+      ``CONNECTOR_GATEWAY_URL``, the one the portal login advertised (``advertised``, when it is the
+      label's origin), or the derived ``{label}-gateway.<domain>`` host;
     * any other ``<one-label>-gateway.<TOOL_GATEWAY_DOMAIN>`` host with the configured scheme and port.
 
     Scheme, host and port must match exactly (no downgrade to http, no other port). URLs with user
@@ -234,7 +242,7 @@ def token_allowed_for(url: str, env: Mapping[str, str], *, extra_labels: Iterabl
         return False
     if _is_loopback(target.host):
         return True
-    if target in trusted_origins(env, extra_labels):
+    if target in trusted_origins(env, extra_labels, advertised):
         return True
     try:
         scheme = gateway_scheme(env)

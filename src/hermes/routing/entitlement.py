@@ -38,7 +38,18 @@ def entitlement_for(route: Route, credentials: Credentials, now: float | None = 
     entitlement = credentials.entitlement(coverage_key, moment)
     if entitlement.status == "free_tier" and route.gateway_label in PAID_ONLY_LABELS:
         return Entitlement(coverage_key, "not_covered")
+    if entitlement.entitled and not offered(route, credentials):
+        return Entitlement(coverage_key, "not_offered")
     return entitlement
+
+
+def offered(route: Route, credentials: Credentials) -> bool:
+    """False only when the route calls the gateway the portal login advertised and that gateway said it does
+    not serve this route (its operator left the relay off); any other origin is not judged here."""
+    gateway, label = credentials.gateway, route.gateway_label
+    if gateway is None or label is None or route.origin != gateway.origins.get(label):
+        return True
+    return gateway.offers_route(label, route.category, route.function)
 
 
 def check_entitlement(route: Route, credentials: Credentials, now: float | None = None) -> Entitlement | None:
@@ -73,6 +84,9 @@ def gateway_error_text(route: Route, entitlement: Entitlement, credentials: Cred
         )
     if status == "not_covered":
         return f"{lead} your free tool tier does not cover it. Upgrade at {manage}, {switch}"
+    if status == "not_offered":
+        return (f"{subject} uses the Tool Gateway at {route.origin}, but that gateway does not offer it (its "
+                f"operator has not set up the {route.gateway_label} relay for it). Ask the operator, {switch}")
     return (
         f"{lead} your Nous Portal account has no active subscription with tool access (it may have expired). "
         f"Renew it at {manage}, {switch}"
@@ -92,7 +106,7 @@ def gateway_token(route: Route, credentials: Credentials, env: Mapping[str, str]
     if not token or not route.origin:
         raise GatewayError(f"{route.name} uses the Nous Tool Gateway, but no portal token is available. "
                            "Run 'hermes portal login', or run 'hermes tools' to switch to your own key.")
-    if not token_allowed_for(route.origin, env):
+    if not token_allowed_for(route.origin, env, advertised=credentials.gateway_origins):
         raise GatewayError(f"{route.name}: the gateway origin {route.origin} is not a trusted gateway host, "
                            "so your portal token was not sent. Check the *_GATEWAY_URL settings in "
                            "~/.hermes/.env.")

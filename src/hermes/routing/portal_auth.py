@@ -228,6 +228,15 @@ class AuthStore:
         self.write(document)
         return entry
 
+    def set_gateway(self, block: Mapping[str, Any]) -> None:
+        """Store the gateway the login advertised as ``providers.nous.tool_gateway`` (kept by refreshes)."""
+        document = self.read()
+        providers = document.get("providers")
+        entry = providers.get("nous") if isinstance(providers, dict) else None
+        if isinstance(entry, dict):
+            entry["tool_gateway"] = dict(block)
+            self.write(document)
+
     def clear_nous(self) -> bool:
         """Remove the portal login (``providers.nous`` and ``credential_pool.nous``); True when one was there."""
         document = self.read()

@@ -7,7 +7,10 @@
 3. meanwhile ``POST {portal}/api/oauth/token`` (``grant_type=urn:ietf:params:oauth:grant-type:device_code``)
    is polled every ``interval`` seconds: ``authorization_pending`` keeps waiting, ``slow_down`` adds a
    second, anything else ends the login with the portal's ``error_description``;
-4. the tokens are stored in ``HERMES_HOME/auth.json`` (:class:`~hermes.routing.portal_auth.AuthStore`).
+4. the tokens are stored in ``HERMES_HOME/auth.json`` (:class:`~hermes.routing.portal_auth.AuthStore`);
+5. ``GET {portal}/api/oauth/account`` once: a self-hosted gateway's portal answers with a
+   ``tool_gateway`` block (its relay origins and what it offers), stored beside the tokens
+   (:mod:`hermes.routing.advertised`).
 
 Logging in changes nothing else: not the model provider, not any tool's route. Logging out removes the
 stored tokens (the portal's own session, if any, is ended on the portal).
@@ -21,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hermes.routing.advertised import AdvertisedGateway
 from hermes.routing.credentials import Claims, Credentials, decode_jwt_payload, load_credentials
 from hermes.routing.portal_auth import CLIENT_ID, LOGIN_SCOPE, AuthStore
 from hermes.routing.portal_http import PortalError, TokenResponse, get_json, oauth_error, post_form
@@ -119,8 +123,12 @@ def login(auth_path: Path, env: Mapping[str, str], portal: str, *, show: Callabl
     store = AuthStore(auth_path)
     with store.lock():
         store.save_tokens(tokens, portal, time.time())
-    credentials = load_credentials(auth_path, env)
     account = account_info(portal, tokens.access_token) if fetch_account else None
+    advertised = AdvertisedGateway.read(account.get("tool_gateway")) if account is not None else None
+    if advertised is not None:  # a self-hosted gateway's relay origins, kept beside the token
+        with store.lock():
+            store.set_gateway(advertised.to_json())
+    credentials = load_credentials(auth_path, env)
     if account is not None and credentials.claims is None:
         credentials = credentials.with_claims(Claims.from_account_info(account))
     return LoginResult(portal, credentials, account)
@@ -149,10 +157,14 @@ def plan_text(credentials: Credentials) -> str:
     claims = credentials.claims
     if claims is None:
         return "unknown (the token carries no readable claims; the gateway decides on each call)"
-    tier = f" ({claims.subscription_tier})" if claims.subscription_tier else ""
+    name = claims.subscription_tier or ""
+
+    def tier(*said: str) -> str:  # the tier's name, unless the words already say it ("paid (paid)")
+        return f" ({name})" if name and name.strip().lower() not in said else ""
+
     if claims.paid_access:
-        return f"paid{tier} — managed tools available"
+        return f"paid{tier('paid')} — managed tools available"
     if claims.tool_access_enabled:
         covered = ", ".join(sorted(claims.coverage)) or "nothing yet"
-        return f"free tool tier{tier} — covers {covered}"
-    return f"no subscription with tool access{tier}"
+        return f"free tool tier{tier('free', 'free tier', 'free tool tier')} — covers {covered}"
+    return f"no subscription with tool access{tier('none')}"

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import SelectionError
-from hermes.routing.categories import CATEGORIES, GATEWAY_DISPLAY
+from hermes.routing.categories import CATEGORIES
 from hermes.routing.credentials import Credentials
 from hermes.routing.entitlement import entitlement_for, gateway_error_text
 from hermes.routing.portal_auth import entry_expiry, refreshable, token_portal
-from hermes.routing.selection import Route, resolve_all
+from hermes.routing.selection import Route, gateway_display, resolve_all
 
 OK, OTHER, BAD = "✓", "○", "✗"
 LABEL_WIDTH = 18
@@ -163,7 +163,9 @@ def _route(name: str, found: Route | SelectionError, credentials: Credentials, j
             return RouteStatus(name, "gateway", message=found.message, mark=OK, entitlement=entitlement.status,
                                **common)
         how = "selected" if found.selected_by else "(auto-detected)"
-        return RouteStatus(name, "gateway", message=f"{GATEWAY_DISPLAY} {how} — {entitlement.summary}",
+        where = gateway_display(found.origin)
+        where = where[4:] if where.startswith("the ") else where
+        return RouteStatus(name, "gateway", message=f"{where} {how} — {entitlement.summary}",
                            mark=BAD, entitlement=entitlement.status,
                            error=gateway_error_text(found, entitlement, credentials), **common)
     if kind == "none":
@@ -206,7 +208,7 @@ def catalog_rows(report: GatewayReport) -> list[dict[str, Any]]:
             r = report.routes[name]
             using = r.route == "gateway" and r.gateway_label == label
             if using:
-                state, mark = ("via Nous subscription", r.mark) if r.mark == OK else (r.message, r.mark)
+                state, mark = (f"via {gateway_display(r.origin)}", r.mark) if r.mark == OK else (r.message, r.mark)
             elif r.route == "gateway":
                 state, mark = f"gateway via the {r.gateway_label} relay", OTHER
             else:

@@ -50,7 +50,7 @@ from hermes.routing.categories import (
     split_route_name,
 )
 from hermes.routing.credentials import Credentials
-from hermes.routing.endpoints import gateway_origin, parse_origin
+from hermes.routing.endpoints import MANAGED_DOMAIN, gateway_origin, parse_origin
 
 RouteKind = Literal["gateway", "byok", "local", "none"]
 SelectionState = Literal["gateway", "explicit", "env_only", "unconfigured"]
@@ -301,7 +301,7 @@ def _gateway_route(
         model = section.get("model") if isinstance(section, Mapping) else None
         label = image_gateway_label(model if isinstance(model, str) else None, paid=credentials.paid_access)
     try:
-        origin = gateway_origin(label, env)
+        origin = gateway_origin(label, env, credentials.gateway_origins)
     except ConfigError as exc:
         subject = _subject(category, key) if key else category.name
         raise SelectionError(
@@ -315,10 +315,19 @@ def _gateway_route(
         vendor=LABEL_VENDORS.get(label, label),
         origin=origin,
         credential_env="TOOL_GATEWAY_USER_TOKEN" if credentials.token_source == "env" else None,
-        message=f"active via {GATEWAY_DISPLAY}",
+        message=f"active via {gateway_display(origin)}",
         gateway_label=label,
         selected_by=key,
     )
+
+
+def gateway_display(origin: str | None) -> str:
+    """``Nous subscription`` for the managed hosts; ``the Tool Gateway at ORIGIN`` for any other gateway
+    (a self-hosted one, a pinned ``*_GATEWAY_URL``), so the status names where the calls go."""
+    parsed = parse_origin(origin) if origin else None
+    if parsed is None or parsed.host.endswith("." + MANAGED_DOMAIN):
+        return GATEWAY_DISPLAY
+    return f"the Tool Gateway at {origin}"
 
 
 def _vendor_route(category: Category, function: str, vendor: Vendor, key: str | None, env: Mapping[str, str]) -> Route:

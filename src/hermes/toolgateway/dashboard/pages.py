@@ -108,20 +108,44 @@ def totals_block(rows: Sequence[Mapping[str, Any]]) -> str:
             f'<div data-total="cost">{escape(money(cost))}<span>cost</span></div></section>')
 
 
+#: What a person calls the tool behind a relay's operation, by (category, operation), then by category.
+TOOL_BY_OPERATION = {("firecrawl", "search"): "Web search", ("firecrawl", "scrape"): "Web extract",
+                     ("openai-audio", "speech"): "Text to speech", ("openai-audio", "transcription"): "Speech to text"}
+TOOL_BY_CATEGORY = {"firecrawl": "Web search and extract", "openai-audio": "Text to speech and speech to text",
+                    "fal": "Image generation", "fal-video": "Video generation", "krea": "Image generation (Krea)",
+                    "nous-images": "Image generation (Nous Portal models)", "browser-use": "Cloud browser",
+                    "modal": "Sandboxes", "connectors": "Connectors"}
+
+
+def tool_name(category: str, operation: str | None = None) -> str:
+    """``Web search`` for ``firecrawl``/``search``; the category itself when this version does not know it."""
+    if operation is not None and (category, operation) in TOOL_BY_OPERATION:
+        return TOOL_BY_OPERATION[(category, operation)]
+    return TOOL_BY_CATEGORY.get(category, category)
+
+
+def _via(category: str, vendor: str) -> str:
+    """The detail of a row: the relay and the backend that served it (``off``: none was configured)."""
+    return f"{category} relay, " + ("no backend configured" if vendor == "off" else vendor)
+
+
 def tool_table(rows: Sequence[Mapping[str, Any]], *, with_user: bool) -> str:
-    """Per tool: category, vendor, operation, calls, succeeded, units, cost, mean latency."""
+    """Per tool (what a person calls it: Web search, Text to speech…): the relay and vendor that served it,
+    operation, calls, succeeded, units, cost, mean latency."""
     if not rows:
         return '<p class="muted" id="no-usage">No usage in this period.</p>'
     e = escape
     head = ("<th>User</th>" if with_user else "") + (
-        "<th>Category</th><th>Vendor</th><th>Operation</th><th class=num>Calls</th><th class=num>Succeeded</th>"
+        "<th>Tool</th><th>Served by</th><th>Operation</th><th class=num>Calls</th><th class=num>Succeeded</th>"
         "<th class=num>Units</th><th class=num>Cost</th><th class=num>Mean latency</th>")
     body = []
     for r in rows:
         user = f'<td>{e(str(r["user"]))}</td>' if with_user else ""
+        category, operation = str(r["category"]), str(r["operation"])
         body.append(
-            f'<tr>{user}<td>{e(str(r["category"]))}</td><td>{e(str(r["vendor"]))}</td>'
-            f'<td>{e(str(r["operation"]))}</td><td class=num>{int(r["calls"]):,}</td>'
+            f'<tr>{user}<td>{e(tool_name(category, operation))}</td>'
+            f'<td class="muted">{e(_via(category, str(r["vendor"])))}</td>'
+            f'<td>{e(operation)}</td><td class=num>{int(r["calls"]):,}</td>'
             f'<td class=num>{int(r["succeeded"]):,}</td><td class=num>{int(r["units"]):,}</td>'
             f'<td class=num>{e(money(float(r["cost"])))}</td>'
             f'<td class=num>{float(r["mean_latency_ms"]):,.1f} ms</td></tr>')
@@ -138,9 +162,10 @@ def allowance_table(allowances: Mapping[str, Mapping[str, Any]]) -> str:
         return ""
     e = escape
     rows = "".join(
-        f'<tr><td>{e(cat)}</td><td class=num>{int(a["used"]):,}</td><td class=num>{int(a["limit"]):,}</td>'
+        f'<tr><td>{e(tool_name(cat))} <span class="muted">({e(cat)})</span></td>'
+        f'<td class=num>{int(a["used"]):,}</td><td class=num>{int(a["limit"]):,}</td>'
         f'<td>{e(str(a["resets_at"]))}</td></tr>' for cat, a in allowances.items())
-    return ("<h2>This month's allowances</h2><table id=\"allowances\"><thead><tr><th>Category</th>"
+    return ("<h2>This month's allowances</h2><table id=\"allowances\"><thead><tr><th>Tools</th>"
             "<th class=num>Used</th><th class=num>Limit</th><th>Resets</th></tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 

@@ -15,8 +15,9 @@ Sessions (:mod:`hermes.toolgateway.dashboard.session`) live in ``HttpOnly; SameS
 (``Secure`` when ``public_url`` is https) scoped to their page's path, holding a signed, expiring value —
 never a gateway token. Every form is a POST that must carry a CSRF token bound to the session (or, for
 the sign-in forms, to a pre-session nonce cookie) and must not come from another site (``Origin`` /
-``Sec-Fetch-Site``). Pages send the portal's headers: no caching, no referrer, no framing, and a CSP
-that allows no script at all.
+``Sec-Fetch-Site``). Pages send ``Cache-Control: no-store``, ``Referrer-Policy: same-origin`` (no URL of
+ours reaches another site, while our own forms carry their ``Origin``), no framing and a CSP that allows
+no script at all.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ if TYPE_CHECKING:
 
 PAGE_HEADERS = {
     "cache-control": "no-store",
-    "referrer-policy": "no-referrer",
+    # ``same-origin``: the browser sends its Origin on our own forms (under ``no-referrer`` Chromium posts
+    # ``Origin: null``) while no other site ever sees a URL of ours (a login link stays here).
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
     "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
@@ -156,10 +159,17 @@ class Dashboard:
         return resp
 
     def cross_site(self, request: Request) -> bool:
-        """True when the form came from another site (``Sec-Fetch-Site``, or an ``Origin`` not ours)."""
+        """True unless the browser says the form came from this very origin.
+
+        A browser that sends ``Sec-Fetch-Site`` (set by the browser itself; a page cannot forge it) is
+        believed: only ``same-origin`` (or ``none``, the address bar) passes — ``same-site`` (another port
+        of this host) and ``cross-site`` do not. Without it, ``Origin`` decides: it must be this server's
+        own origin or ``public_url``'s; ``null`` (an opaque or privacy-stripped origin) is refused. A
+        client sending neither (curl, a test) is not a browser a forged form could ride in.
+        """
         site = request.headers.get("sec-fetch-site")
-        if site is not None and site not in ("same-origin", "none"):
-            return True
+        if site is not None:
+            return site.strip().lower() not in ("same-origin", "none")
         origin = request.headers.get("origin")
         if origin is None:
             return False

@@ -8,7 +8,9 @@
   ``x-nous-refresh-token`` header as the upstream client sends it, or the standard form field
   ``refresh_token``). Errors are ``{"error", "error_description"}`` with status 400;
 * ``GET /api/oauth/account`` — ``Authorization: Bearer`` → the account document (entitlement fields
-  ``paid_service_access.allowed``, ``paid_access``, ``tool_access``, plus display fields);
+  ``paid_service_access.allowed``, ``paid_access``, ``tool_access``, plus display fields, and
+  ``tool_gateway``: the origin of each relay and what the relays that are on offer — the client stores it
+  beside its token, :mod:`hermes.toolgateway.offer`);
 * ``GET|POST /device`` — the approval page. Approving needs proof of identity: a one-time *login link*
   (``hermes toolgateway users login-link NAME`` prints ``…/device?login=…``) or the admin token plus a
   user name (an operator approving for someone). The page sends no referrer, cannot be framed and runs
@@ -120,7 +122,12 @@ def routes(gw: Gateway) -> list[Route]:
     async def account(request: Request) -> Response:
         principal = gw.auth.authenticate(extract_token(request.headers))
         request.scope.setdefault("state", {})["gw_user"] = principal.user.uid
-        return json_response(gw.accounts.account_info(principal.user))
+        from hermes.toolgateway.offer import gateway_document
+
+        info = dict(gw.accounts.account_info(principal.user))
+        base = (gw.config.public_url or str(request.base_url)).rstrip("/")
+        info["tool_gateway"] = gateway_document(gw.config, base)  # where this gateway's relays are, which are on
+        return json_response(info)
 
     async def device_page(request: Request) -> Response:
         if request.method == "POST":

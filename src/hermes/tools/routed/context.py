@@ -150,7 +150,7 @@ class RoutedContext:
         from hermes.routing import gateway_origin
 
         try:
-            origin = gateway_origin(label, self.env)
+            origin = gateway_origin(label, self.env, self.credentials().gateway_origins)
         except ConfigError as exc:
             raise SelectionError(f"{route.name} is routed through the Nous Tool Gateway, but {exc}. "
                                  "Fix it in ~/.hermes/.env, or run 'hermes tools' to change the route.") from None
@@ -163,8 +163,10 @@ class RoutedContext:
 
         env = self.env
         if route.kind == "gateway":
-            origin, token = gateway_token(route, self.credentials(), env)
-            return Access(route, origin, token, lambda url: token_allowed_for(url, env))
+            credentials = self.credentials()
+            origin, token = gateway_token(route, credentials, env)
+            advertised = credentials.gateway_origins
+            return Access(route, origin, token, lambda url: token_allowed_for(url, env, advertised=advertised))
         if route.kind != "byok":
             raise ToolError(f"{route.name} is routed to {route.vendor}, which has no remote API")
         name = route.credential_env
@@ -202,8 +204,8 @@ class RoutedContext:
         from hermes.vendors.base import Auth
         from hermes.vendors.gateway_uploads import GatewayUploadsClient
 
-        uploads = GatewayUploadsClient(http, shared_origin(self.env), Auth.bearer(access.secret),
-                                       allow_url=access.allow_url)
+        origin = shared_origin(self.env, self.credentials().gateway_origins)
+        uploads = GatewayUploadsClient(http, origin, Auth.bearer(access.secret), allow_url=access.allow_url)
         return await uploads.upload(access.route.vendor or "nous", data, filename=filename,
                                     content_type=content_type)
 
