@@ -2,7 +2,7 @@
 
 Each test types what a person would type and waits for what they would see: an endpoint error that
 leaves the chat running, Ctrl-C at the prompt and during an answer, keys typed while an answer
-streams, and the slash commands (docs/cli.md).
+streams, and the slash commands (docs/cli.md); the last test pipes stdin (no terminal).
 """
 
 from __future__ import annotations
@@ -256,3 +256,17 @@ def test_clear_clears_the_screen_and_starts_a_fresh_session(open_chat: Open, mod
     term.wait_for("fresh answer")
     assert said(server.requests[1]["messages"]) == [("user", "beta")]
     assert len(stored(hermes_home)) == 2
+
+
+def test_retry_after_a_tool_budget_summary_resends_the_person_s_message(model_server: Any,
+                                                                         hermes_home: Path) -> None:
+    """The budget note the loop adds as a user message is not what /retry sends (piped stdin, no terminal)."""
+    server = model_server([call("todo_list", {"todos": []}), text("summary"), text("second try")])
+    env = {**os.environ, "HERMES_HOME": str(hermes_home)}
+    proc = subprocess.run([sys.executable, "-m", "hermes", "chat", "--max-iterations", "1", "--base-url",
+                           server.url, "--model", "test-model"], input="plan it\n/retry\n/history\n",
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "sending again: plan it" in proc.stdout and "second try" in proc.stdout
+    assert said(server.requests[2]["messages"]) == [("user", "plan it")]
+    assert "you: plan it\nhermes: second try" in proc.stdout  # /history: the budget note is not a turn
