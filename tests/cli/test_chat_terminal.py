@@ -204,6 +204,7 @@ def test_undo_drops_the_last_exchange(open_chat: Open, model_server: Any, hermes
     term.wait_for("removed the last exchange (2 messages): you: beta")
     term.line("gamma")
     term.wait_for("third answer")
+    term.wait_for_prompt(PROMPT, 5)  # the turn is over (and stored)
     assert said(server.requests[2]["messages"]) == [("user", "alpha"), ("assistant", "first answer"),
                                                     ("user", "gamma")]
     (messages,) = stored(hermes_home)
@@ -218,6 +219,7 @@ def test_retry_replaces_the_last_answer(open_chat: Open, model_server: Any, herm
     term.wait_for("a poor answer")
     term.line("/retry")
     term.wait_for("a better answer")
+    term.wait_for_prompt(PROMPT, 3)  # the turn is over (and stored)
     assert said(server.requests[1]["messages"]) == [("user", "alpha")]
     assert [said(m) for m in stored(hermes_home)] == [[("user", "alpha"), ("assistant", "a better answer")]]
 
@@ -232,6 +234,7 @@ def test_new_saves_the_session_and_starts_a_fresh_one(open_chat: Open, model_ser
     term.wait_for("new session ")
     term.line("beta")
     term.wait_for("fresh answer")
+    term.wait_for_prompt(PROMPT, 4)  # the turn is over (and stored)
     assert said(server.requests[1]["messages"]) == [("user", "beta")]
     assert [said(m) for m in stored(hermes_home)] == [
         [("user", "alpha"), ("assistant", "first answer")], [("user", "beta"), ("assistant", "fresh answer")]]

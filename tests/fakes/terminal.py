@@ -23,6 +23,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import TracebackType
 
 EXIT_MARK = "[exit status "
@@ -46,6 +47,8 @@ class TmuxTerminal:
                         *(["-c", cwd] if cwd else []), shell], check=True, timeout=10)
         subprocess.run([*self._tmux, "set-option", "-t", "t", "history-limit", "5000"], timeout=5,
                        capture_output=True)
+        self._socket_path = subprocess.run([*self._tmux, "display-message", "-p", "#{socket_path}"],
+                                           capture_output=True, text=True, timeout=5).stdout.strip()
 
     # -- reading ----------------------------------------------------------------------------------
     def screen(self, *, history: bool = False) -> str:
@@ -99,6 +102,8 @@ class TmuxTerminal:
     # -- lifecycle --------------------------------------------------------------------------------
     def close(self) -> None:
         subprocess.run([*self._tmux, "kill-server"], capture_output=True, timeout=10)
+        if self._socket_path:  # tmux leaves its socket file behind
+            Path(self._socket_path).unlink(missing_ok=True)
 
     def __enter__(self) -> TmuxTerminal:
         return self
