@@ -286,6 +286,22 @@ def test_delete_removes_messages_and_search_entries(store: SessionStore) -> None
     conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
 
 
+def test_truncate_drops_the_tail_and_its_search_entries(store: SessionStore) -> None:
+    sid, other = new(store), new(store)
+    for message in CONVERSATION:
+        store.append_message(sid, message)
+    store.append_message(other, {"role": "user", "content": "snowing in another session"})
+    assert store.truncate_messages(sid, 2) == len(CONVERSATION) - 2
+    assert store.messages(sid) == CONVERSATION[:2]
+    assert store.get_session(sid).message_count == 2
+    assert {h.session_id for h in store.search("snowing")} == {other}
+    assert store.search("weather_lookup") == []
+    store.append_message(sid, {"role": "assistant", "content": "a new answer"})  # appends after the kept ones
+    assert store.messages(sid) == [*CONVERSATION[:2], {"role": "assistant", "content": "a new answer"}]
+    assert store.truncate_messages(sid, 10) == 0
+    store._conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+
+
 def test_closed_store_raises_store_error(tmp_path: Path) -> None:
     s = SessionStore(tmp_path / "state.db")
     s.close()

@@ -49,7 +49,18 @@ BUDGET_NOTE = (
     "[hermes] The tool-call budget for this turn ({n} iterations) is used up. Do not call any more tools. "
     "Answer now with what you have found so far, and say what is left undone."
 )
+
+
+def from_the_person(message: dict[str, Any]) -> bool:
+    """Whether ``message`` is one the person wrote (not a user-role note the loop added, like the budget note)."""
+    content = message.get("content")
+    return message.get("role") == "user" and not (
+        isinstance(content, str) and content.startswith(BUDGET_NOTE.split("{n}", 1)[0]))
+
+
 INTERRUPTED_RESULT = "interrupted by the user before this tool finished"
+#: ends the stored text of an answer the user interrupted while it streamed (so a resumed session knows)
+INTERRUPTED_ANSWER_MARK = "[interrupted by the user]"
 
 
 @dataclass
@@ -86,6 +97,8 @@ class Agent:
 
     def __post_init__(self) -> None:
         self._cancel = threading.Event()
+        #: the text of the model reply streaming now (kept when the user interrupts it)
+        self._streaming: list[str] = []
         self.session = ToolSession(self.registry, self.tools, self._context(), state=self.state)
         self._definitions = self.session.definitions()
 
@@ -151,19 +164,34 @@ class Agent:
             return self._finish(completion.content or "", iterations, "budget_exhausted", calls_made)
         except (KeyboardInterrupt, TurnInterrupted):
             self._cancel.set()
+            self._keep_partial_answer()
             self.sink.emit(Notice("warning", "interrupted; the session is kept"))
             return self._finish("", iterations, "interrupted", calls_made)
 
     # -- model ----------------------------------------------------------------------------------------
+    def _on_text(self, piece: str) -> None:
+        if self._cancel.is_set():  # an abandoned stream's last chunk: neither shown nor kept
+            return
+        self._streaming.append(piece)
+        self.sink.emit(TextDelta(piece))
+
+    def _keep_partial_answer(self) -> None:
+        """Store the text an interrupted reply had streamed, marked as interrupted (nothing if none)."""
+        partial, self._streaming = "".join(self._streaming), []
+        if partial.strip():
+            self.append({"role": "assistant", "content": f"{partial.rstrip()}\n\n{INTERRUPTED_ANSWER_MARK}"})
+
     def _complete(self, tools: list[dict[str, Any]] | None) -> Completion:
+        self._streaming = []
         options = CallOptions(
-            on_text=lambda t: self.sink.emit(TextDelta(t)),
+            on_text=self._on_text,
             on_reasoning=lambda t: self.sink.emit(ReasoningDelta(t)),
             on_retry=lambda n, d, r: self.sink.emit(Retrying(n, d, r)),
             cancel=self._cancel,
             tool_choice=self.tool_choice if tools else None,
         )
         completion = self.provider.complete(self.messages, tools, options)
+        self._streaming = []
         if completion.prompt_tokens or completion.completion_tokens:
             self.sink.emit(Usage(completion.prompt_tokens, completion.completion_tokens))
         self.sink.emit(AssistantMessage(completion.content, tuple(c.name for c in completion.tool_calls)))
@@ -239,6 +267,15 @@ class Agent:
         self.messages.append(message)
         if self.store is not None and self.session_id is not None:
             self.store.append_message(self.session_id, message)
+
+    def truncate(self, keep: int) -> list[dict[str, Any]]:
+        """Drop every message after the first ``keep`` (here and in the store); returns the dropped ones."""
+        keep = max(0, keep)
+        dropped = self.messages[keep:]
+        del self.messages[keep:]
+        if dropped and self.store is not None and self.session_id is not None:
+            self.store.truncate_messages(self.session_id, keep)
+        return dropped
 
     def _finish(self, final: str, iterations: int, reason: str, calls: int) -> TurnResult:
         self.sink.emit(TurnFinished(final, iterations, reason))  # type: ignore[arg-type]

@@ -55,19 +55,23 @@ def run(args: argparse.Namespace) -> int:
         finally:
             agent.close()
 
+    from hermes.surfaces.chat_commands import Chat
     from hermes.surfaces.cli import run_interactive
     from hermes.surfaces.console import ConsoleSink
 
-    agent = open_agent(settings, request, ConsoleSink(interactive=True))
+    sink = ConsoleSink(interactive=True)
+    agent = open_agent(settings, request, sink)
     model = settings.model()
     state = "resumed" if request.resume or request.continue_last else "new"
     where = "embedded, offline" if model.provider == "local" else f"at {model.base_url}"
     banner = (f"hermes · {model.model} {where} · {len(agent.tools)} tools · {state} session "
               f"{agent.session_id}\nType /help for commands, Ctrl-D to leave.")
+    chat = Chat(agent, lambda provider: open_agent(settings, SessionRequest(surface=Surface.CLI), sink,
+                                                   provider=provider))
     try:
-        return run_interactive(agent, settings.paths.history, banner)
+        return run_interactive(chat, settings.paths.history, banner)
     finally:
-        agent.close()
+        chat.agent.close()
 
 
 DEMO_PROMPTS = {

@@ -288,6 +288,18 @@ class SessionStore(SQLiteStore):
             assert cur.lastrowid is not None
             return cur.lastrowid
 
+    def truncate_messages(self, session_id: str, keep: int) -> int:
+        """Delete the session's messages after the first ``keep`` (and their search entries); how many went."""
+        with self._writing("truncate a session") as conn:
+            sid = self._find(conn, session_id)["id"]
+            gone = conn.execute("DELETE FROM messages WHERE session_id = ? AND seq >= ?", (sid, max(keep, 0))).rowcount
+            conn.execute(
+                "UPDATE sessions SET message_count = (SELECT count(*) FROM messages WHERE session_id = ?),"
+                " updated_at = max(updated_at, ?) WHERE id = ?",
+                (sid, time.time(), sid),
+            )
+            return int(gone)
+
     def messages(self, session_id: str) -> list[dict[str, Any]]:
         """The session's messages in order, exactly as they were appended."""
         with self._reading("read messages") as conn:

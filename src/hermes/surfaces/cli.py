@@ -1,40 +1,58 @@
 """The interactive command-line chat.
 
 Line editing and history come from prompt_toolkit (history kept in ``HERMES_HOME/chat_history``);
-answers stream as they arrive; tool activity is shown one line per call. Ctrl-C during a turn stops
-that turn and keeps the session; Ctrl-C or Ctrl-D at the prompt leaves. When stdin is not a terminal,
-lines are read from it plainly, one message per line.
+answers stream as they arrive; tool activity is shown one line per call; slash commands are in
+:mod:`hermes.surfaces.chat_commands`.
+
+* Ctrl-C during a turn stops that turn and keeps the session (with what the answer had said so far,
+  marked as interrupted); at the prompt it clears the line, and at an empty prompt it leaves, like
+  Ctrl-D, with the "session saved" line.
+* While a turn runs the terminal does not echo keys, so nothing typed lands in the answer; what was
+  typed waits, and shows up at the next prompt (Enter included: a whole line typed ahead is sent).
+* A failing model endpoint ends the turn, not the chat: the error is shown in one line and the
+  prompt comes back with the session kept (``/retry`` sends the message again, ``/model`` switches).
+
+When stdin is not a terminal, lines are read from it plainly, one message per line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
-from hermes.agent.loop import Agent
+from hermes.agent.events import Notice
+from hermes.errors import HermesError
+from hermes.surfaces.chat_commands import COMMANDS, Chat, run_command, saved_line
 
-HELP = """Commands:
-  /help           this list
-  /tools          the tools of this session
-  /todo           the session's task list
-  /session        the session id (resume it later with: hermes chat --resume ID)
-  /exit, /quit    leave (Ctrl-D works too)
-Ctrl-C stops the current answer; the conversation is kept."""
+PROMPT = "you › "
 
 
 def _lines_from_prompt(history: Path) -> Iterator[str]:
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+
+    bindings = KeyBindings()
+
+    @bindings.add("c-c")
+    def _ctrl_c(event: KeyPressEvent) -> None:
+        buffer = event.app.current_buffer
+        if buffer.text:
+            buffer.reset()  # a line being typed is dropped, as in a shell
+        else:
+            event.app.exit(exception=EOFError())  # at an empty prompt: leave
 
     history.parent.mkdir(parents=True, exist_ok=True)
-    session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+    commands = WordCompleter(list(COMMANDS), sentence=True)
+    session: PromptSession[str] = PromptSession(history=FileHistory(str(history)), key_bindings=bindings,
+                                                completer=commands, complete_while_typing=False)
     while True:
         try:
-            yield session.prompt("you › ")
-        except KeyboardInterrupt:
-            continue
-        except EOFError:
+            yield session.prompt(PROMPT)
+        except (EOFError, KeyboardInterrupt):
             return
 
 
@@ -43,40 +61,61 @@ def _lines_from_stdin() -> Iterator[str]:
         yield line.rstrip("\n")
 
 
-def _command(agent: Agent, line: str, say: Callable[[str], None]) -> bool:
-    """Handle a slash command; returns False when the chat should end."""
-    cmd = line.strip().split()[0].lower()
-    if cmd in ("/exit", "/quit"):
-        return False
-    if cmd == "/help":
-        say(HELP)
-    elif cmd == "/tools":
-        say(", ".join(agent.tools) or "(no tools in this session)")
-    elif cmd == "/todo":
-        todo = agent.state.get("todo_list")
-        say(todo.render() if todo is not None and todo.items else "(the task list is empty)")
-    elif cmd == "/session":
-        say(f"session {agent.session_id}")
-    else:
-        say(f"unknown command {cmd}; /help lists the commands")
-    return True
+@contextlib.contextmanager
+def keys_held(enabled: bool) -> Iterator[None]:
+    """While a turn runs: keys typed are not echoed and stay queued for the next prompt.
+
+    Echo and line buffering are switched off on the terminal (signals stay on, so Ctrl-C still stops
+    the turn), and carriage returns are left as typed; the saved settings come back afterwards.
+    """
+    if not enabled:
+        yield
+        return
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+    except (ImportError, OSError, ValueError):
+        yield
+        return
+    quiet = [*saved[:6], list(saved[6])]
+    quiet[0] &= ~termios.ICRNL
+    quiet[3] &= ~(termios.ECHO | termios.ICANON)
+    termios.tcsetattr(fd, termios.TCSANOW, quiet)
+    try:
+        yield
+    finally:
+        termios.tcsetattr(fd, termios.TCSANOW, saved)
 
 
-def run_interactive(agent: Agent, history: Path, banner: str) -> int:
-    say = print
-    say(banner)
-    lines = _lines_from_prompt(history) if sys.stdin.isatty() else _lines_from_stdin()
+def _turn(chat: Chat, text: str, terminal: bool) -> None:
+    try:
+        with keys_held(terminal):
+            chat.agent.run_turn(text)
+    except KeyboardInterrupt:
+        chat.say("\n(interrupted)")
+    except HermesError as exc:  # the endpoint failed for good: this turn ends, the chat goes on
+        chat.agent.sink.emit(Notice("error", f"✗ {exc} (session kept: /retry sends your message again, "
+                                             "/model NAME switches the model)"))
+
+
+def run_interactive(chat: Chat, history: Path, banner: str) -> int:
+    chat.say(banner)
+    terminal = sys.stdin.isatty()
+    chat.terminal = terminal and sys.stdout.isatty()
+    lines = _lines_from_prompt(history) if terminal else _lines_from_stdin()
     for line in lines:
         text = line.strip()
         if not text:
             continue
         if text.startswith("/"):
-            if not _command(agent, text, say):
+            action = run_command(chat, text)
+            if action.leave:
                 break
-            continue
-        try:
-            agent.run_turn(text)
-        except KeyboardInterrupt:
-            say("\n(interrupted)")
-    say(f"Session {agent.session_id} saved. Resume with: hermes chat --resume {agent.session_id}")
+            if action.send is None:
+                continue
+            text = action.send
+        _turn(chat, text, terminal)
+    chat.say(saved_line(chat.agent))
     return 0
