@@ -59,7 +59,12 @@ def _inside(path: Path | str, root: Path | str) -> bool:
 
 
 def current_home() -> Path:
-    return _real(Path.home())
+    return _resolved_home(os.path.expanduser("~"))
+
+
+@functools.lru_cache(maxsize=8)
+def _resolved_home(home: str) -> Path:
+    return _real(home)
 
 
 @functools.lru_cache(maxsize=1)
