@@ -22,7 +22,6 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,14 +100,18 @@ def _cancel_flag(kw: dict[str, Any]) -> Callable[[], bool] | None:
     return lambda: bool(getattr(session, "interrupted", False))
 
 
-@dataclass
 class Scope:
-    """What one search shares: its root, its limits, the protected files' identities, venv folders."""
+    """What one search shares: its root, its limits, the protected files' identities, venv folders.
 
-    root: Path
-    limits: WalkLimits
-    identities: Identities = field(default_factory=Identities)
-    venvs: dict[Path, bool] = field(default_factory=dict)
+    A plain class: discovery imports this module at start-up, where a dataclass costs about a millisecond."""
+
+    __slots__ = ("identities", "limits", "root", "venvs")
+
+    def __init__(self, root: Path, limits: WalkLimits) -> None:
+        self.root = root
+        self.limits = limits
+        self.identities = Identities()
+        self.venvs: dict[Path, bool] = {}
 
     def visible(self, path: Path) -> bool:
         """Not sensitive (by name or as a hard link) and not inside a virtual environment."""
