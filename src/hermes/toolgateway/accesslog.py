@@ -1,16 +1,28 @@
 """Structured access logs: one JSON line per request, without secrets.
 
-Fields: ``ts`` (UTC, ms), ``method``, ``host``, ``path``, ``query`` (values of parameters whose name
-suggests a secret — ``token``, ``key``, ``secret``, ``code``, ``login``, ``password``, ``signature``,
-``auth`` — replaced by ``***``), ``status``, ``latency_ms``, ``user`` (the authenticated user's id,
-``admin`` or null) and ``client``. Headers and bodies are never logged, so neither are tokens, refresh
-tokens nor vendor keys. Written to stderr (``access_log = "-"``), appended to a file (a path), or not
-at all (``"off"``).
+Fields: ``ts`` (UTC, ms), ``method``, ``host``, ``path`` and ``query`` (both masked, below),
+``status``, ``latency_ms``, ``user`` (the authenticated user's id, ``admin`` or null) and ``client``.
+Headers and bodies are never logged, so neither are tokens, refresh tokens nor vendor keys. Written to
+stderr (``access_log = "-"``), appended to a file (a path; created mode 0600), or not at all
+(``"off"``).
+
+Masking (``***``), so that a credential sent in a URL never reaches the log:
+
+* **query values** of parameters whose name suggests a secret (:data:`_SECRET_PARAM`: ``token``,
+  ``access_token``, ``key``, ``api_key``, ``secret``, ``code``, ``login``, ``password``, ``sig``/
+  ``signature`` — ``X-Amz-Signature``, ``X-Amz-Credential``, Azure's ``sig`` —, ``auth``, ``session``,
+  ``jwt``, ``credential``, ``policy``…), and any value that looks like a credential whatever its name;
+* **path segments** that look like a credential (:func:`secret_segment`): the gateway's own token
+  shapes (``rt_``/``ll_``/``gwadm_`` prefixes, JSON web tokens), the key shapes of
+  :func:`hermes.redact.redact` (``sk-…``, ``ghp_…``, AWS key ids…), long random strings (32+ URL-safe
+  characters with letters and digits — not the gateway's ``up_<hex>`` style ids nor UUIDs), and the
+  segment after one named like a secret (``/token/<x>``, ``/login/<x>``, ``/key/<x>``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -19,7 +31,44 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-_SECRET_PARAM = re.compile(r"token|key|secret|code|login|password|passwd|signature|auth|session", re.IGNORECASE)
+from hermes.redact import redact
+
+_SECRET_PARAM = re.compile(
+    r"token|key|secret|code|login|pass|pwd|sig|auth|session|jwt|credential|bearer|otp|policy", re.IGNORECASE)
+#: tokens this gateway issues (refresh tokens, login links, the admin token) and JSON web tokens
+_OWN_TOKEN = re.compile(r"^(?:rt_|ll_|gwadm_)[A-Za-z0-9_-]{8,}$|^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.")
+#: long random strings: 32+ URL-safe characters (base64url, hex)
+_RANDOM = re.compile(r"^[A-Za-z0-9_~+/=.-]{32,}$")
+#: identifiers that are not credentials: ``up_<hex>``, ``sb-<hex>``, UUIDs
+_PLAIN_ID = re.compile(
+    r"^[a-z]{2,6}[_-][0-9a-f]{8,40}(?:\.[a-z0-9]{2,5})?$|^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$",
+    re.IGNORECASE)
+#: path segments after which the next one is a credential (``/login/<link>``, ``/token/<x>``)
+_SECRET_SEGMENT_NAME = re.compile(
+    r"(?:api[_-]?|access[_-]?)?(?:token|key|secret|login|password|passwd|sig|signature|jwt|credential)s?",
+    re.IGNORECASE)
+_MASK = "***"
+
+
+def secret_segment(text: str) -> bool:
+    """Whether ``text`` (a path segment or a query value) looks like a credential."""
+    if len(text) < 8 or _PLAIN_ID.match(text):
+        return False
+    if _OWN_TOKEN.match(text) or redact(text) != text:
+        return True
+    return bool(_RANDOM.match(text)) and any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
+
+
+def redact_path(path: str) -> str:
+    """``path`` with the segments that look like credentials, or follow one named like a secret, masked."""
+    segments = path.split("/")
+    masked = False
+    for i, segment in enumerate(segments):
+        after_name = i > 0 and _SECRET_SEGMENT_NAME.fullmatch(segments[i - 1]) is not None
+        if segment and (secret_segment(segment) or (after_name and segments[i - 1] != _MASK)):
+            segments[i] = _MASK
+            masked = True
+    return "/".join(segments) if masked else path
 
 
 def redact_query(raw: bytes) -> str:
@@ -27,7 +76,7 @@ def redact_query(raw: bytes) -> str:
     if not raw:
         return ""
     pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
-    clean = [(k, "***" if _SECRET_PARAM.search(k) else v[:200]) for k, v in pairs[:50]]
+    clean = [(k, _MASK if _SECRET_PARAM.search(k) or secret_segment(v) else v[:200]) for k, v in pairs[:50]]
     return urlencode(clean, safe="*")
 
 
@@ -49,7 +98,8 @@ class LogSink:
             sys.stderr.flush()
             return
         if self._stream is None:
-            self._stream = open(self.target, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in close()
+            fd = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+            self._stream = open(fd, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in close()
         self._stream.write(line + "\n")
 
     def close(self) -> None:
@@ -96,7 +146,7 @@ class AccessLogMiddleware:
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
             "method": scope.get("method"),
             "host": host,
-            "path": scope.get("path"),
+            "path": redact_path(str(scope.get("path") or "")),
             "query": redact_query(scope.get("query_string", b"")),
             "status": status,
             "latency_ms": round(latency_ms, 3),

@@ -14,7 +14,9 @@ upstream client (fal-client, the openai SDK) appends vendor paths directly to th
 path prefix works as an origin. firecrawl-py 4.x does not: it resolves ``/v2/search`` against the
 origin's root (``urljoin``), dropping any prefix, so Firecrawl's ``/v2/…`` paths on the bare host go
 to the firecrawl relay and its pin is the bare origin (docs/gateway/compat.md). Absolute URLs a relay hands out
-(queue status URLs, later) are built from the request's own scheme, ``Host`` and prefix.
+(queue status URLs, upload URLs, CDP URLs) start with ``public_url`` + ``/relay/<label>`` when
+``public_url`` is configured, else with the request's own scheme, ``Host`` (when it is a plain host
+name) and prefix (:func:`hermes.toolgateway.relays.base.relay_base_url`).
 A label without a relay yet answers 404 ``relay_not_available``.
 """
 

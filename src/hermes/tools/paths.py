@@ -8,13 +8,16 @@ Writes (``write_file``, ``patch``) are refused
 
 * to system locations (``/etc``, ``/usr``, ``/bin``, ``/proc``, ``/var/lib`` …, see :data:`SYSTEM_DIRS`);
 * to hermes's own ``config.yaml``, ``.env`` and ``auth.json`` (:meth:`HermesPaths.protected_files`);
-* to credential stores in the home folder (``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.netrc`` …);
+* to credential stores in any user's home folder (``.ssh`` anywhere, ``~/.aws``, ``~/.gnupg``,
+  ``~/.netrc`` …);
+* to another name (a hard link) of any of those files: see :mod:`hermes.tools.sensitive`;
 * outside the allowed roots: ``file.allowed_roots`` in config.yaml, by default the working directory,
   the home folder and the system temporary folder. A symlink whose target lies outside them is refused
   with a message naming where it leads.
 
-Reads are allowed anywhere except sensitive files: private SSH keys, hermes's ``.env`` and
-``auth.json``, the usual credential files and ``/etc/shadow``.
+Reads are allowed anywhere except sensitive files (:mod:`hermes.tools.sensitive`): SSH key material in
+any ``.ssh`` folder, hermes's ``.env`` and ``auth.json``, the usual credential files of any user,
+``/etc/shadow`` — and any hard link to one of them (same device and inode).
 """
 
 from __future__ import annotations
@@ -27,6 +30,18 @@ from typing import Any
 from hermes.config.paths import HermesPaths
 from hermes.errors import ConfigError, ToolError
 from hermes.tools.context import session_of
+from hermes.tools.sensitive import (
+    Identities,
+    credential_store,
+    protected_hermes_file,
+    sensitive_for_reading,
+)
+
+__all__ = [
+    "SYSTEM_DIRS", "VIRTUAL_DIRS", "Identities", "allowed_roots", "check_read", "check_write",
+    "credential_store", "default_roots", "display", "file_setting", "lexical_path", "protected_hermes_file",
+    "resolve_path", "sensitive_for_reading", "stat_or_none", "system_location",
+]  # fmt: skip
 
 #: never written, whatever the allowed roots say
 HARD_SYSTEM_DIRS: tuple[str, ...] = (
@@ -41,20 +56,8 @@ HARD_SYSTEM_DIRS: tuple[str, ...] = (
 SOFT_SYSTEM_DIRS: tuple[str, ...] = ("/usr", "/var")
 SYSTEM_DIRS = HARD_SYSTEM_DIRS + SOFT_SYSTEM_DIRS
 
-#: credential stores under the home folder: never written (folders: nothing inside them either)
-_HOME_CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".kube", ".docker", ".password-store", ".config/gcloud")
-_HOME_CREDENTIAL_FILES = (".netrc", ".git-credentials", ".pgpass", ".pypirc", ".npmrc")
-#: files never read (besides the private keys in ~/.ssh)
-_HOME_SECRET_FILES = (
-    ".aws/credentials", ".netrc", ".git-credentials", ".pgpass", ".pypirc",
-    ".docker/config.json", ".kube/config", ".config/gcloud/application_default_credentials.json",
-    ".config/gcloud/credentials.db", ".config/gcloud/access_tokens.db",
-)  # fmt: skip
-_HOME_SECRET_DIRS = (".gnupg", ".password-store")
-_SYSTEM_SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 #: kernel-provided trees: never walked by search_files (files there can block or never end)
 VIRTUAL_DIRS = ("/proc", "/sys", "/dev")
-_BLOCKING_FILES = ("/proc/kmsg", "/dev/kmsg")
 
 _config_cache: dict[str, tuple[int, Any]] = {}
 
@@ -117,28 +120,31 @@ def default_roots() -> list[Path]:
     return [_real(os.getcwd()), _real(Path.home()), _real(tempfile.gettempdir())]
 
 
-def _configured(kw: dict[str, Any]) -> Any:
+def file_setting(kw: dict[str, Any], key: str) -> Any:
+    """``key`` (``file.allowed_roots``, ``file.search_time_limit``) from the session's settings, else
+    from config.yaml (re-read when it changes); None when unset."""
     session = session_of(kw)
     if session is not None and session.settings is not None:
-        return session.settings.get("file.allowed_roots")
+        return session.settings.get(key)
     config = HermesPaths.current().config
     try:
         mtime = config.stat().st_mtime_ns
     except OSError:
         return None
-    cached = _config_cache.get(str(config))
+    cache_key = f"{config}\x00{key}"
+    cached = _config_cache.get(cache_key)
     if cached is not None and cached[0] == mtime:
         return cached[1]
     from hermes.config.yamlfile import ConfigFile
 
-    value = ConfigFile.load(config).get("file.allowed_roots")
-    _config_cache[str(config)] = (mtime, value)
+    value = ConfigFile.load(config).get(key)
+    _config_cache[cache_key] = (mtime, value)
     return value
 
 
 def allowed_roots(kw: dict[str, Any]) -> list[Path]:
     """The folders writes may go into: ``file.allowed_roots`` from config.yaml, else the defaults."""
-    value = _configured(kw)
+    value = file_setting(kw, "file.allowed_roots")
     if value is None:
         return default_roots()
     if isinstance(value, str):
@@ -149,10 +155,6 @@ def allowed_roots(kw: dict[str, Any]) -> list[Path]:
 
 
 # -- checks ---------------------------------------------------------------------------------------------
-def _home() -> Path:
-    return _real(Path.home())
-
-
 def _under_any(path: Path, dirs: Iterable[str | Path]) -> Path | None:
     for d in dirs:
         if _inside(path, d):
@@ -172,45 +174,6 @@ def system_location(path: Path, roots: Iterable[Path] = ()) -> Path | None:
         if root != soft and _inside(root, soft) and _inside(path, root):
             return None
     return soft
-
-
-def protected_hermes_file(path: Path) -> Path | None:
-    for candidate in HermesPaths.current().protected_files():
-        if path == _real(candidate):
-            return candidate
-    return None
-
-
-def credential_store(path: Path) -> Path | None:
-    home = _home()
-    hit = _under_any(path, [home / d for d in _HOME_CREDENTIAL_DIRS])
-    if hit is not None:
-        return hit
-    for name in _HOME_CREDENTIAL_FILES:
-        if path == home / name:
-            return path
-    return None
-
-
-def sensitive_for_reading(path: Path) -> str | None:
-    """Why ``path`` may not be read, or None."""
-    if protected_hermes_file(path) is not None and path.name in (".env", "auth.json"):
-        return "it holds hermes's own secrets"
-    home = _home()
-    ssh = home / ".ssh"
-    if path.parent == ssh and path.name.startswith("id_") and not path.name.endswith(".pub"):
-        return "it is a private SSH key"
-    if _inside(path, ssh) and path.suffix in (".pem", ".key"):
-        return "it is a private key"
-    if any(path == home / name for name in _HOME_SECRET_FILES) or _under_any(
-        path, [home / d for d in _HOME_SECRET_DIRS]
-    ):
-        return "it is a credential store"
-    if str(path) in _SYSTEM_SECRET_FILES:
-        return "it holds system password hashes"
-    if str(path) in _BLOCKING_FILES:
-        return "reading it blocks"
-    return None
 
 
 def check_read(path: Path, field: str = "path") -> None:
@@ -236,6 +199,9 @@ def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: s
     store = credential_store(path)
     if store is not None:
         raise ToolError(f"'{field}': writing {path} is not allowed{via}: {store} is a credential store")
+    linked = Identities().write_refusal(path)
+    if linked is not None:
+        raise ToolError(f"'{field}': writing {path} is not allowed{via}: {linked}")
     roots = allowed_roots(kw)
     system = system_location(path, roots)
     if system is not None:

@@ -142,9 +142,10 @@ def test_search_never_shows_sensitive_files(ws: Path, tmp_path: Path, monkeypatc
     ssh = tmp_path / "home/.ssh"
     ssh.mkdir()
     (ssh / "id_rsa").write_text("needle\n")
-    (ssh / "known").write_text("needle\n")
+    (ssh / "known_hosts").write_text("needle\n")
+    (ssh / "deploy").write_text("needle\n")  # any other name in .ssh may be a key: hidden too
     result = ok(call("search_files", pattern="needle", path=str(ssh)))
-    assert [m["file"] for m in result["matches"]] == [str(ssh.resolve() / "known")]
+    assert [m["file"] for m in result["matches"]] == [str(ssh.resolve() / "known_hosts")]
     assert "not allowed" in call("search_files", pattern="x", path=str(ssh / "id_rsa"))["error"]
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
@@ -100,11 +101,25 @@ class Operation:
         return self.measure(body, headers) if self.measure is not None else self.units
 
 
-def _base_url(scope: Scope) -> str:
-    """The absolute URL the client used for this relay (scheme, Host and any ``/relay/x`` prefix)."""
-    headers = Headers(scope=scope)
-    host = headers.get("host") or "localhost"
-    return f"{scope.get('scheme', 'http')}://{host}{scope.get('root_path', '')}"
+#: a Host header that is a plain ``name[:port]`` or ``[ipv6][:port]`` (anything else is not used in URLs)
+_HOST_SHAPE = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?$")
+
+
+def relay_base_url(scope: Scope, label: str, public_url: str | None, fallback: str) -> str:
+    """The absolute URL of this relay in the URLs it hands out (queue status URLs, upload URLs, CDP URLs).
+
+    With ``public_url`` configured: ``public_url`` + the relay's pinned prefix (``/relay/<label>``), which
+    reaches the relay on any host — never the request's ``Host`` header, which a client can forge.
+    Without it: the scheme and ``Host`` the client used (and any ``/relay/x`` prefix), when the header is
+    a plain host name; a malformed one is replaced by ``fallback`` (the configured ``host:port``).
+    """
+    root = str(scope.get("root_path", ""))
+    if public_url:
+        return public_url.rstrip("/") + (root or f"/relay/{label}")
+    host = Headers(scope=scope).get("host") or ""
+    if not _HOST_SHAPE.match(host):
+        return fallback.rstrip("/") + root
+    return f"{scope.get('scheme', 'http')}://{host}{root}"
 
 
 class Relay(ABC):
@@ -189,7 +204,8 @@ class Relay(ABC):
             wanted = op.units_for(body, headers)
             reservation = gw.meter.reserve(principal.user.id, self.category, wanted, limit, now)
             call = RelayCall(gw, op, principal, headers, scope.get("query_string", b"").decode("latin-1"), body,
-                             _base_url(scope), time.monotonic() + gw.config.limits.vendor_deadline,
+                             relay_base_url(scope, self.label, gw.config.public_url, gw.config.base_url()),
+                             time.monotonic() + gw.config.limits.vendor_deadline,
                              scope["path"], scope["method"])
             result = await op.handler(call)
             response: Response = Response(result.body, status_code=result.status, headers=result.headers,

@@ -15,7 +15,7 @@ The upstream client (``X-Browser-Use-API-Key: <gateway token>``, no ``Authorizat
   created which session id: nobody else can read or stop it).
 * ``local`` — a pool of headless Chromium processes on the gateway's host
   (:mod:`hermes.toolgateway.browser.pool`). ``cdpUrl`` points at the gateway itself —
-  ``ws[s]://<the host the client used>[/relay/browser-use]/cdp/<session id>?token=<secret>`` — a
+  ``ws[s]://<public_url or the client's host>[/relay/browser-use]/cdp/<session id>?token=<secret>`` — a
   capability URL that only its session answers to; the gateway relays that WebSocket to the Chromium's
   DevTools pipe (Chromium opens no port), screening commands that would reach the host
   (:mod:`hermes.toolgateway.browser.cdpproxy`).

@@ -7,10 +7,16 @@ gateway's migrations (:mod:`.sqlite_schema`) and a longer busy timeout than the 
 
 ``execute`` *is* ``sqlite3.Connection.execute`` (bound once), so the relay hot path costs exactly what
 it did before this layer existed; rows are ``sqlite3.Row`` (by name and by index).
+
+The file holds account tokens' hashes, login links and usage, so it is private: created mode 0600
+before SQLite opens it (SQLite gives its ``-wal`` and ``-shm`` files the database file's mode), and an
+existing file and its ``-wal``/``-shm`` are set to 0600 at every open.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,12 +30,27 @@ from hermes.toolgateway.storage.sqlite_schema import MIGRATIONS
 BUSY_TIMEOUT_MS = 10_000
 
 
+def _make_private(path: Path) -> None:
+    """The database file and its ``-wal``/``-shm`` companions: mode 0600 (the file is created if missing)."""
+    if os.name == "nt":
+        return
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600))
+    for name in (str(path), f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            os.chmod(name, 0o600)
+
+
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the gateway database at ``path`` and migrate it.
+    """Open (creating if needed) the gateway database at ``path`` (mode 0600) and migrate it.
 
     Raises :class:`~hermes.errors.StoreError` when the file cannot be opened or migrated.
     """
-    return open_sqlite(path, MIGRATIONS, busy_timeout_ms=BUSY_TIMEOUT_MS, name="gateway database")
+    _make_private(path)
+    conn = open_sqlite(path, MIGRATIONS, busy_timeout_ms=BUSY_TIMEOUT_MS, name="gateway database")
+    _make_private(path)  # -wal and -shm exist now
+    return conn
 
 
 class SQLiteDatabase:

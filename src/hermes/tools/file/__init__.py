@@ -2,11 +2,13 @@
 
 Modules:
 
-* :mod:`.paths` — turning a model's path into a real path and deciding whether it may be read or written;
+* :mod:`hermes.tools.paths` — turning a model's path into a real path and deciding whether it may be read
+  or written (what is protected, by name and by identity: :mod:`hermes.tools.sensitive`);
 * :mod:`.content` — loading a file once: bytes, version (sha256, size, mtime), text or binary/image kind;
 * :mod:`.baseline` — the per-task full-file baseline rule that guards overwrites;
 * :mod:`.read`, :mod:`.write`, :mod:`.patch`, :mod:`.search` — the four tools (each registers itself);
 * :mod:`.matching` — patch's exact and whitespace-tolerant match strategies, :mod:`.difftext` its diff;
+* :mod:`.rg` — search_files' ripgrep engine (one child process, always killed and reaped);
 * :mod:`.walk` — the pure-Python file walker and matcher used when ripgrep is not installed.
 
 See docs/tools/file.md for the user-facing description. The page sizes the schemas name live here, so

@@ -5,8 +5,10 @@ ripgrep command :mod:`.search` builds: hidden files are searched; ``.git``, ``no
 virtual environments (any folder holding ``pyvenv.cfg``) and tool caches are skipped; ``.gitignore``
 and ``.ignore`` files (in the tree and in its parents up to the repository root) are honoured, with a
 common subset of their syntax (globs, ``**``, leading ``/``, trailing ``/``, ``!`` negation);
-symlinks are not followed; files with a NUL byte in their first 8 KiB are skipped as binary; files
-over :data:`MAX_FILE_BYTES` are skipped. Entries are visited in path order.
+symlinks are not followed; FIFOs, sockets and devices are skipped (every file is opened non-blocking
+and checked to be a regular file, so a FIFO named ``.gitignore`` cannot block the walk); files with a
+NUL byte in their first 8 KiB are skipped as binary; files over :data:`MAX_FILE_BYTES` are skipped.
+Entries are visited in path order.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,14 +109,34 @@ class IgnoreFile:
         return result
 
 
+def read_regular(path: Path, max_bytes: int = MAX_FILE_BYTES) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``max_bytes``; None otherwise.
+
+    Opened non-blocking and checked on the open descriptor: a FIFO, socket or device (or one swapped in
+    after the walk saw a file) is never read, so it can never block the search.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(max_bytes + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _load_ignores(folder: Path) -> list[IgnoreFile]:
     found = []
     for name in IGNORE_FILES:
-        try:
-            text = (folder / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        found.append(IgnoreFile.parse(folder, text))
+        data = read_regular(folder / name, 1024 * 1024)
+        if data is not None:
+            found.append(IgnoreFile.parse(folder, data.decode("utf-8", errors="replace")))
     return found
 
 
@@ -161,14 +184,27 @@ def glob_matches(glob: str, path: Path, root: Path, case_insensitive: bool = Fal
     return fnmatch.fnmatchcase(target, glob)
 
 
+CANCELLED = "cancelled"
+
+
 @dataclass
 class WalkLimits:
+    """When a search stops: its deadline, a file count, and the session's cancel flag."""
+
     deadline: float
     max_files: int = 200_000
     visited: int = 0
     stopped: str | None = None
+    #: True once the calling turn is interrupted (the search stops with ``stopped = "cancelled"``)
+    cancelled: Callable[[], bool] | None = None
+
+    def left(self) -> float:
+        """Seconds until the deadline (0 when past it)."""
+        return max(0.0, self.deadline - time.monotonic())
 
     def spent(self) -> bool:
+        if self.stopped is None and self.cancelled is not None and self.cancelled():
+            self.stopped = CANCELLED
         if self.stopped is None and time.monotonic() > self.deadline:
             self.stopped = "time limit"
         if self.stopped is None and self.visited >= self.max_files:
@@ -216,12 +252,9 @@ def walk_files(root: Path, limits: WalkLimits, ignores: list[IgnoreFile] | None 
 
 
 def read_text_lines(path: Path) -> list[str] | None:
-    """The file's lines, or None for binary, oversized or unreadable files."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
+    """The file's lines, or None for binary, oversized, unreadable or non-regular files."""
+    data = read_regular(path)
+    if data is None or len(data) > MAX_FILE_BYTES:
         return None
     if b"\x00" in data[:_BINARY_PROBE]:
         return None
