@@ -1,0 +1,399 @@
+"""Proving a command line safe: every word literal, every program known, every write inside the workspace.
+
+:func:`prove` reads a command line with the lexer of :mod:`~hermes.tools.terminal.shellparse` and
+returns the reasons it could not prove it safe, one ``(reason, segment)`` pair per simple command that
+failed (empty: proven). A simple command is proven when
+
+* every word is literal after quoting: no parameter expansion (``$X``, ``${IFS}``), no command or
+  process substitution, no brace expansion, no here-document that expands, and globs only where they
+  cannot turn into an option (or for programs where no option matters, :data:`known.INERT`);
+* any variable it sets is one of :data:`HARMLESS_VARS` (``PATH=.``, ``LD_PRELOAD=...`` change what runs);
+* its program, after known wrappers (``env``, ``nice``, ``timeout``, ``nohup``, ``time``, ``stdbuf``,
+  ``command``, ``builtin``, ``xargs`` before an inert program), is on the allowlist of
+  :mod:`~hermes.tools.terminal.known` (or git's, :mod:`~hermes.tools.terminal.gitcheck`), in a form
+  listed there, or on the person's ``approvals.safe_programs``; it is a shell builtin or found on PATH
+  outside the workspace (or named by a path in ``/bin``, ``/usr/bin``, ``/sbin``, ``/usr/sbin``);
+* every file it writes — redirections and the targets its spec names — resolves inside the workspace
+  (the directory the command starts in) from every directory ``cd``/``pushd`` may have moved to,
+  following symbolic links that exist now, is not in a ``.git`` directory, a home dot-file, a file
+  with other hard links, or a special file under ``/proc``, ``/sys`` or ``/dev`` (``/dev/null``,
+  ``/dev/stdout`` and ``/dev/stderr`` excepted).
+
+Directories are tracked as the set of every place ``cd`` may have reached (a ``cd`` that fails, or one
+inside a subshell, leaves the shell elsewhere), so the set only grows. Work is bounded: one pass of
+the lexer, one look per simple command, at most :data:`MAX_CHECKED_PATHS` file-system look-ups.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shutil
+
+from hermes.tools.terminal import known
+from hermes.tools.terminal.gitcheck import git_reason
+from hermes.tools.terminal.patterns import SYSTEM_DIRS
+from hermes.tools.terminal.shellparse import lex
+from hermes.tools.terminal.shelltokens import SUB, WRITE_REDIRECTS, Op, Token, TooComplex, Word
+
+__all__ = ["HARMLESS_VARS", "MAX_REASONS", "prove"]
+
+MAX_REASONS = 8
+MAX_CHECKED_PATHS = 1000
+MAX_CWDS = 8
+TOO_COMPLEX = "too complex to inspect"
+
+HARMLESS_VARS = frozenset({
+    "LC_ALL", "LANG", "LANGUAGE", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME", "TZ",
+    "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "TERM", "COLUMNS", "LINES", "CI",
+    "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONHASHSEED", "RUST_BACKTRACE",
+    "RUST_LOG", "NODE_ENV", "GREP_COLOR", "GREP_COLORS", "LS_COLORS", "TIME_STYLE", "QUOTING_STYLE",
+    "POSIXLY_CORRECT", "SOURCE_DATE_EPOCH", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS", "DEBUG", "VERBOSE",
+})
+#: names the shell itself runs (not looked up on PATH)
+_BUILTINS = frozenset({"echo", "printf", "pwd", "true", "false", ":", "test", "[", "[[", "]]", "cd", "pushd",
+                       "popd", "dirs", "set", "command", "type", "exit", "return", "break", "continue", "wait",
+                       "jobs", "builtin"})
+_KEYWORDS = frozenset({"{", "}", "!", "then", "do", "else", "elif", "if", "while", "until", "fi", "done"})
+_BINDING = frozenset({"for", "case", "select", "function", "coproc", "in", "esac", "alias", "eval", "source",
+                      ".", "exec", "trap"})
+_SYSTEM_BIN = frozenset({"/bin", "/usr/bin", "/sbin", "/usr/sbin"})
+_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
+_EXPANSION = re.compile(r"\$(?:\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*|.)")
+_DEV_OK = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_SPECIAL = ("/proc/", "/sys/", "/dev/")
+_SEPARATORS = frozenset({";", "&", "|", "&&", "||", "|&", "\n", "(", ")", ";;"})
+_ELEVATE = frozenset({"sudo", "doas", "su", "pkexec", "run0", "runuser", "sg", "newgrp"})
+# wrapper -> (options taking a value, options without one, positional words before the command)
+_WRAPPERS: dict[str, tuple[frozenset[str], frozenset[str], int]] = {
+    "env": (frozenset({"-u", "--unset"}), frozenset({"-i", "--ignore-environment", "-0", "--null", "-v",
+                                                     "--debug", "-"}), 0),
+    "nice": (frozenset({"-n", "--adjustment"}), frozenset(), 0),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}),
+                frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}), 1),
+    "nohup": (frozenset(), frozenset(), 0),
+    "time": (frozenset(), frozenset({"-p"}), 0),
+    "stdbuf": (frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}), frozenset(), 0),
+    "builtin": (frozenset(), frozenset(), 0),
+    "command": (frozenset(), frozenset({"-p"}), 0),
+    "xargs": (frozenset({"-a", "--arg-file", "-d", "--delimiter", "-E", "-I", "-L", "--max-lines", "-n",
+                         "--max-args", "-P", "--max-procs", "-s", "--max-chars"}),
+              frozenset({"-0", "--null", "-r", "--no-run-if-empty", "-t", "--verbose", "-x", "--exit"}), 0),
+}
+
+
+def _literal_reason(word: Word) -> str | None:
+    """Why ``word`` cannot be read statically, or None."""
+    text = word.text
+    if word.subs or SUB in text:
+        return "command or process substitution cannot be read statically"
+    if word.dynamic:
+        m = _EXPANSION.search(text)
+        shown = m.group(0) if m else "$"
+        return f"parameter expansion `{shown[:40]}` cannot be read statically"
+    if "{" in text and "}" in text and ("," in text or ".." in text) and (word.brace or not word.quoted):
+        return f"brace expansion in `{text[:40]}` cannot be read statically"
+    return None
+
+
+class Prover:
+    """State of one proof: the workspace, where the shell may be, and the reasons found so far."""
+
+    def __init__(self, cwd: str | None, safe_programs: tuple[str, ...] = ()) -> None:
+        self.workspace = os.path.realpath(cwd) if cwd else None
+        self.cwds: list[str] | None = [self.workspace] if self.workspace else None
+        self.safe_programs = tuple(" ".join(p.split()) for p in safe_programs if p.strip())
+        self.reasons: list[tuple[str, str]] = []
+        self.checked: dict[str, str | None] = {}
+        self.found_on_path: dict[tuple[str, str], str | None] = {}
+        self.home = os.path.realpath(os.path.expanduser("~"))
+
+    def fail(self, reason: str, segment: str) -> None:
+        if len(self.reasons) < MAX_REASONS:
+            self.reasons.append((reason, segment[:500]))
+        elif len(self.reasons) == MAX_REASONS:
+            self.reasons.append((f"{TOO_COMPLEX} (more than {MAX_REASONS} commands need approval)", ""))
+
+    # -- the token walk -----------------------------------------------------------------------------
+    def run(self, command: str) -> list[tuple[str, str]]:
+        try:
+            toks = lex(command)
+        except (TooComplex, RecursionError):
+            return [(TOO_COMPLEX, command[:200])]
+        words: list[Word] = []
+        redirects: list[tuple[Op, Word]] = []
+        pending: Op | None = None
+        count = len(toks)
+        for k, tok in enumerate(toks):
+            if isinstance(tok, Word):
+                if pending is not None:
+                    redirects.append((pending, tok))
+                    pending = None
+                else:
+                    words.append(tok)
+                continue
+            if tok.op in _SEPARATORS:
+                if tok.op == "(" and len(words) == 1 and not redirects and _next_is(toks, k, count, ")"):
+                    self.fail(f"defines a shell function `{words[0].text[:40]}`", words[0].text)
+                if words or redirects:
+                    self.simple(words, redirects)
+                words, redirects, pending = [], [], None
+            else:
+                pending = tok
+            if len(self.reasons) > MAX_REASONS:
+                break
+        if (words or redirects) and len(self.reasons) <= MAX_REASONS:
+            self.simple(words, redirects)
+        return self.reasons
+
+    # -- one simple command -------------------------------------------------------------------------
+    def simple(self, words: list[Word], redirects: list[tuple[Op, Word]]) -> None:
+        segment = " ".join(w.text for w in words)
+        for word in words:
+            why = _literal_reason(word)
+            if why:
+                self.fail(why, segment)
+                return
+        writes: list[str] = []
+        for op, target in redirects:
+            why = _literal_reason(target)
+            if why is None and target.glob:
+                why = f"the glob `{target.text[:40]}` in a redirection cannot be read statically"
+            if why is None and op.op in ("<<", "<<-") and not target.quoted and ("$" in op.body or "`" in op.body):
+                why = "a here-document with expansions cannot be read statically"
+            if why:
+                self.fail(why, segment or target.text)
+                return
+            if op.op in WRITE_REDIRECTS or (op.op == ">&" and not (target.text.isdigit() or target.text == "-")):
+                writes.append(target.text)
+        texts = [w.text for w in words]
+        globbed = {k for k, w in enumerate(words) if w.glob}
+        why, texts, globbed = self.program(texts, globbed, writes)
+        segment = " ".join(texts + [f"{op.op} {target.text}" for op, target in redirects]) or segment
+        if why is None:
+            why = self.check_writes(writes)
+        if why:
+            self.fail(why, segment)
+
+    def program(self, texts: list[str], globbed: set[int], writes: list[str]) -> tuple[str | None, list[str], set[int]]:
+        """Why the program of these words is not proven (None: it is); the words after the wrappers."""
+        k = 0
+        while k < len(texts) and texts[k] in _KEYWORDS and k not in globbed:
+            k += 1
+        while k < len(texts):  # leading assignments
+            m = _ASSIGN.match(texts[k])
+            if m is None or k in globbed:
+                break
+            if m.group(1) not in HARMLESS_VARS:
+                return f"setting `{m.group(1)}` can change what programs run", texts[k:], set()
+            k += 1
+        via_xargs = False
+        while k < len(texts):
+            name = texts[k]
+            if k in globbed:
+                return f"the program name `{name[:40]}` is a glob", texts[k:], set()
+            if name in _ELEVATE:
+                return f"`{name}` runs the command as another user", texts[k:], set()
+            spec = _WRAPPERS.get(name)
+            if spec is None:
+                break
+            with_arg, plain, positional = spec
+            k += 1
+            while k < len(texts) and texts[k].startswith("-") and texts[k] != "-":
+                opt = texts[k]
+                if opt == "--":
+                    k += 1
+                    break
+                if name == "command" and opt in ("-v", "-V"):
+                    return None, texts[k - 1:], set()
+                if opt in with_arg:
+                    k += 2
+                elif opt in plain or (name == "nice" and opt[1:].isdigit()) or \
+                        (name == "stdbuf" and opt[:2] in ("-i", "-o", "-e")) or \
+                        any(opt.startswith(w + "=") for w in with_arg if w.startswith("--")):
+                    k += 1
+                else:
+                    return f"`{name} {opt}` is not a wrapper option with known effects", texts[k - 1:], set()
+            while name == "env" and k < len(texts) and (m := _ASSIGN.match(texts[k])) is not None:
+                if m.group(1) not in HARMLESS_VARS:
+                    return f"setting `{m.group(1)}` can change what programs run", texts[k:], set()
+                k += 1
+            k += positional
+            via_xargs = via_xargs or name == "xargs"
+        rest = texts[k:]
+        shifted = {g - k for g in globbed if g >= k}
+        if not rest:
+            return None, rest, shifted
+        return self.known_program(rest, shifted, via_xargs, writes), rest, shifted
+
+    def known_program(self, words: list[str], globbed: set[int], via_xargs: bool, writes: list[str]) -> str | None:
+        word = words[0]
+        name = word
+        if word in _BINDING:
+            return f"`{word}` runs or defines code that is not inspected"
+        if "/" in word:
+            norm = posixpath.normpath(word)
+            if not norm.startswith("/") or posixpath.dirname(norm) not in _SYSTEM_BIN:
+                return f"`{word[:60]}` runs a program by a path outside the system's program directories"
+            name = posixpath.basename(norm)
+        args = words[1:]
+        if name in ("cd", "pushd", "popd", "dirs"):
+            return self.change_directory(name, args)
+        line = " ".join(words)
+        person = any(line == p or line.startswith(p + " ") for p in self.safe_programs)
+        if not person and not known.known(name):
+            return f"`{name[:60]}` is not a program with known effects"
+        if "/" not in word and name not in _BUILTINS:
+            where = self.locate(name)
+            if where is not None:
+                return where
+        if person:
+            return None
+        inert = name in known.INERT
+        if via_xargs and not inert:
+            return f"xargs hands `{name}` arguments read from its input"
+        if not inert:
+            for g in globbed:
+                if g >= 1 and words[g][:1] in "*?[":
+                    return f"the glob `{words[g][:40]}` may expand to an option of `{name}`"
+        if known.version_query(name, args):
+            return None
+        if inert:
+            return None
+        use = known.Use(name, args, {g - 1 for g in globbed if g >= 1})
+        if name == "git":
+            why = git_reason(use)
+        else:
+            spec = known.SPECS.get(name)
+            if spec is None:
+                return f"`{name}` runs code whose effects are not known (only `{name} --version` is)"
+            why = spec(use)
+        if why is None:
+            for g in use.globbed:
+                if 0 <= g < len(args) and args[g] in use.writes:
+                    return f"the glob `{args[g][:40]}` names files that are written"
+            writes.extend(use.writes)
+        return why
+
+    def locate(self, name: str) -> str | None:
+        """Why the program PATH finds for ``name`` is not trusted (None: outside the workspace)."""
+        entries = []
+        for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
+            if entry.startswith("/"):
+                entries.append(entry)
+            else:
+                entries += [posixpath.join(c, entry) for c in (self.cwds or [])]
+        key = (name, os.pathsep.join(entries))
+        if key not in self.found_on_path:
+            found = shutil.which(name, path=key[1])
+            why = None
+            if found and self.workspace and _inside(os.path.realpath(found), self.workspace):
+                why = f"`{name}` is found in the workspace ({found}), not a system program"
+            self.found_on_path[key] = why
+        return self.found_on_path[key]
+
+    def change_directory(self, name: str, args: list[str]) -> str | None:
+        if name in ("popd", "dirs"):
+            return None  # back to a directory already in the set
+        targets = [a for a in args if not (a.startswith("-") and a != "-")]
+        if args[:1] == ["--"]:
+            targets = args[1:]
+        if not targets:
+            if name == "pushd":
+                return None
+            targets = ["~"]
+        target = targets[0]
+        if target == "-" or target.startswith(("+", "-")):
+            return f"`{name} {target}` goes to a directory that is not known"
+        if self.cwds is None:
+            return None
+        path = self.expand(target)
+        if path is None:
+            return f"`{name} {target[:40]}` goes to a directory that is not known"
+        new = [path] if path.startswith("/") else [posixpath.normpath(posixpath.join(c, path)) for c in self.cwds]
+        for p in new:
+            if p not in self.cwds:
+                self.cwds.append(p)
+        if len(self.cwds) > MAX_CWDS:
+            self.cwds = None
+        return None
+
+    # -- write targets ------------------------------------------------------------------------------
+    def expand(self, path: str) -> str | None:
+        if path == "~" or path.startswith("~/"):
+            return self.home + path[1:]
+        if path.startswith("~"):
+            return None
+        return path
+
+    def check_writes(self, writes: list[str]) -> str | None:
+        for target in writes:
+            if target in _DEV_OK:
+                continue
+            path = self.expand(target)
+            if path is None:
+                return f"writes `{target[:60]}` in another user's home"
+            if path.startswith("/"):
+                candidates = [posixpath.normpath(path)]
+            elif self.cwds is None:
+                return f"writes `{target[:60]}` but the working directory is not known"
+            else:
+                candidates = [posixpath.normpath(posixpath.join(c, path)) for c in self.cwds]
+            for candidate in candidates:
+                why = self.check_path(candidate, target)
+                if why:
+                    return why
+        return None
+
+    def check_path(self, path: str, shown: str) -> str | None:
+        if path in self.checked:
+            return self.checked[path]
+        if len(self.checked) >= MAX_CHECKED_PATHS:
+            return f"{TOO_COMPLEX} (writes more than {MAX_CHECKED_PATHS} files)"
+        why = self.judge_path(path, shown)
+        self.checked[path] = why
+        return why
+
+    def judge_path(self, path: str, shown: str) -> str | None:
+        if path.startswith(_SPECIAL) or path in ("/proc", "/sys", "/dev"):
+            return f"writes the special file `{shown[:60]}`"
+        ws = self.workspace
+        if ws is None:
+            return f"writes `{shown[:60]}` but the workspace is not known"
+        real = os.path.realpath(path)
+        if real.startswith(_SPECIAL):
+            return f"writes `{shown[:60]}`, which leads to the special file {real[:80]}"
+        if ws != self.home and (ws == "/" or (posixpath.dirname(ws) == "/" and posixpath.basename(ws) in SYSTEM_DIRS)):
+            return f"writes `{shown[:60]}` in {ws}, a system directory, which is not taken as a workspace"
+        if not _inside(real, ws):
+            return f"writes `{shown[:60]}` outside the workspace {ws}"
+        rel = real[len(ws):].lstrip("/")
+        if ".git" in rel.split("/"):
+            return f"writes `{shown[:60]}` inside .git (git configuration and hooks can name programs to run)"
+        if ws == self.home and rel.startswith("."):
+            return f"writes `{shown[:60]}`, a dot-file of the home directory"
+        try:
+            st = os.lstat(real)
+        except OSError:
+            return None
+        if st.st_nlink > 1 and not os.path.isdir(real):
+            return f"writes `{shown[:60]}`, a file with other hard links"
+        return None
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _next_is(toks: list[Token], k: int, count: int, op: str) -> bool:
+    nxt = toks[k + 1] if k + 1 < count else None
+    return isinstance(nxt, Op) and nxt.op == op
+
+
+def prove(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """``(reason, segment)`` for each simple command of ``command`` not proven safe (empty: proven)."""
+    try:
+        return Prover(cwd, safe_programs).run(command)
+    except (RecursionError, MemoryError):
+        return [(TOO_COMPLEX, command[:200])]
