@@ -126,7 +126,8 @@ def test_secret_env_vars_do_not_reach_the_child(tmp_path: Path, monkeypatch: pyt
 def test_env_passthrough_and_masked_output(tmp_path: Path, hermes_home: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FOO_API_KEY", "supersecretvalue123")
-    (hermes_home / "config.yaml").write_text("terminal:\n  env_passthrough: [FOO_*]\napprovals:\n  allow: [unproven]\n", encoding="utf-8")
+    (hermes_home / "config.yaml").write_text("terminal:\n  env_passthrough: [FOO_*]\napprovals:\n  allow: [unproven]\n",
+                                             encoding="utf-8")
     r = run({"command": 'test -n "$FOO_API_KEY" && echo "present $FOO_API_KEY"', "workdir": str(tmp_path)})
     assert r["output"] == f"present {MASK}\n"
 

@@ -38,8 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from hermes.tools.terminal import calls, rules
-from hermes.tools.terminal.proof import prove
 from hermes.tools.terminal.patterns import PATTERNS, Level, sql_findings
+from hermes.tools.terminal.proof import prove
 from hermes.tools.terminal.shellparse import MAX_DEPTH, SUB, Command, Script, TooComplex, Word, parse
 
 __all__ = ["PATTERNS", "UNPROVEN_ID", "Verdict", "classify", "classify_input", "findings", "stdin_kind"]

@@ -24,19 +24,19 @@ from hermes.tools.terminal.scriptcheck import awk_reason, sed_reason
 #: programs whose every option only reads and prints
 INERT = frozenset({
     "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "zgrep", "ls", "dir", "vdir", "echo", "pwd", "true",
-    "false", ":", "test", "[", "[[", "]]", "basename", "dirname", "realpath", "readlink", "file", "stat", "du",
+    "false", ":", "test", "[", "[[", "]]", "basename", "dirname", "realpath", "readlink", "stat", "du",
     "df", "free", "uptime", "uname", "id", "whoami", "groups", "nproc", "lscpu", "lsblk", "printenv", "locale",
     "tty", "cal", "sleep", "seq", "expr", "cut", "tr", "nl", "rev", "tac", "paste", "column", "fold", "fmt",
     "expand", "unexpand", "comm", "join", "diff", "cmp", "md5sum", "sha1sum", "sha224sum", "sha256sum",
     "sha384sum", "sha512sum", "b2sum", "cksum", "sum", "base64", "base32", "basenc", "od", "hexdump", "strings",
-    "jq", "which", "whereis", "type", "nm", "readelf", "objdump", "size", "getconf", "ps", "pgrep", "pstree",
-    "arch", "logname", "users", "who", "w", "last", "numfmt", "factor", "shuf", "yes", "tsort", "ptx", "pr",
+    "jq", "which", "whereis", "type", "getconf", "ps", "pgrep", "pstree",
+    "arch", "logname", "users", "who", "w", "last", "numfmt", "factor", "yes", "tsort", "pr",
     "look", "wait", "jobs", "exit", "return", "break", "continue", "pathchk",
 })
 
 #: toolchains that run code; only their version and help output is known
 VERSION_ONLY = frozenset({
-    "python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "npm", "npx", "cargo",
+    "python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "cargo",
     "rustc", "rustup", "go", "gcc", "g++", "cc", "clang", "clang++", "make", "cmake", "ninja", "java", "javac",
     "ruby", "gem", "perl", "php", "lua", "dotnet", "mypy", "black", "ruff", "uv", "poetry", "pipenv", "tox",
     "nox", "pip", "pip3", "docker", "kubectl", "helm", "terraform", "tsc", "eslint", "prettier", "git", "rg",
@@ -53,43 +53,51 @@ Reason = str | None
 class Use:
     """One call of an allowlisted program: its arguments and the files it will write."""
 
-    __slots__ = ("args", "globbed", "name", "writes")
+    __slots__ = ("args", "copies", "globbed", "name", "writes")
 
     def __init__(self, name: str, args: list[str], globbed: set[int]) -> None:
         self.name = name
         self.args = args
         self.globbed = globbed  # indexes into args of words that are globs
         self.writes: list[str] = []
+        #: destinations of copies and moves: what is written there may be a link copied from elsewhere
+        self.copies: list[str] = []
 
-    def positionals(self, with_arg: frozenset[str] = frozenset()) -> list[str]:
-        """Arguments that are not options or option values (``--`` ends the options)."""
-        out: list[str] = []
-        skip = ended = False
-        for arg in self.args:
-            if skip:
-                skip = False
-            elif ended or not arg.startswith("-") or arg == "-":
-                out.append(arg)
-            elif arg == "--":
-                ended = True
-            elif arg in with_arg:
-                skip = True
-        return out
+    def parse(self, short_values: str = "", long_values: frozenset[str] = frozenset()
+              ) -> tuple[list[tuple[str, str]], list[str]]:
+        """getopt-style reading: ``(option, value)`` pairs (value "" when none) and the operands.
 
-    def option_values(self, short: str, long: str) -> list[str]:
-        """Values of ``-X VALUE``, ``-XVALUE``, ``--long VALUE`` and ``--long=VALUE``."""
-        out: list[str] = []
+        Short options may be clustered (``-uo FILE``: ``-u``, then ``-o FILE``); a short option in
+        ``short_values`` takes the rest of its cluster or the next word. A long option takes
+        ``=value``, or the next word when it (or the option it abbreviates) is in ``long_values``."""
+        opts: list[tuple[str, str]] = []
+        operands: list[str] = []
         args = self.args
-        for k, arg in enumerate(args):
+        k = 0
+        while k < len(args):
+            arg = args[k]
+            k += 1
             if arg == "--":
+                operands += args[k:]
                 break
-            if arg in (short, long) and k + 1 < len(args):
-                out.append(args[k + 1])
-            elif long and arg.startswith(long + "="):
-                out.append(arg[len(long) + 1:])
-            elif short and arg.startswith(short) and len(arg) > len(short) and not arg.startswith("--"):
-                out.append(arg[len(short):])
-        return out
+            if not arg.startswith("-") or arg == "-":
+                operands.append(arg)
+            elif arg.startswith("--"):
+                name, eq, value = arg.partition("=")
+                if not eq and any(opt_is(name, lv) for lv in long_values) and k < len(args):
+                    value, k = args[k], k + 1
+                opts.append((name, value))
+            else:
+                for j in range(1, len(arg)):
+                    letter = arg[j]
+                    if letter in short_values:
+                        value = arg[j + 1:]
+                        if not value and k < len(args):
+                            value, k = args[k], k + 1
+                        opts.append(("-" + letter, value))
+                        break
+                    opts.append(("-" + letter, ""))
+        return opts, operands
 
     def options(self) -> list[str]:
         out: list[str] = []
@@ -101,63 +109,94 @@ class Use:
         return out
 
 
-def _starts(use: Use, *prefixes: str) -> str | None:
-    """The first option (before ``--``) that starts with one of ``prefixes``."""
+def opt_is(given: str, name: str) -> bool:
+    """Whether the option word ``given`` is ``name``, an abbreviation of it (getopt takes unambiguous
+    prefixes of long options: ``--out`` for ``--output``), or ``name`` with a value attached."""
+    head = given.split("=", 1)[0]
+    if head == name or given.startswith(name):
+        return True
+    return name.startswith("--") and head.startswith("--") and len(head) > 3 and name.startswith(head)
+
+
+def _starts(use: Use, *names: str) -> str | None:
+    """The first option (before ``--``) that is one of ``names`` (or abbreviates or extends it)."""
     for opt in use.options():
-        if opt.startswith(prefixes):
+        if any(opt_is(opt, n) for n in names):
+            return opt
+    return None
+
+
+def _short_in_cluster(use: Use, letters: str) -> str | None:
+    """The first short-option cluster (``-abc``) holding one of ``letters``."""
+    for opt in use.options():
+        if not opt.startswith("--") and any(c in opt[1:] for c in letters):
             return opt
     return None
 
 
 # -- programs that write their arguments -------------------------------------------------------------
-def _touch(use: Use) -> Reason:
-    use.writes += use.positionals(frozenset({"-d", "-t", "-r", "--date", "--reference"}))
-    return None
-
-
-def _mkdir(use: Use) -> Reason:
-    use.writes += use.positionals(frozenset({"-m", "--mode", "--context"}))
-    return None
-
-
-def _tee(use: Use) -> Reason:
-    use.writes += [p for p in use.positionals(frozenset({"--output-error"})) if p != "-"]
-    return None
+def _writes_operands(short_values: str, long_values: frozenset[str]) -> Callable[[Use], Reason]:
+    def spec(use: Use) -> Reason:
+        use.writes += [p for p in use.parse(short_values, long_values)[1] if p != "-" or use.name != "tee"]
+        return None
+    return spec
 
 
 def _cp_mv(use: Use) -> Reason:
-    bad = _starts(use, "-s", "--symbolic-link", "-l", "--link", "--backup", "-b", "-S", "--suffix")
-    if bad:
-        return f"`{use.name} {bad}` makes links or backups whose targets are not checked"
-    for arg in use.options():  # a short-option cluster such as -rs
-        if not arg.startswith("--") and ("s" in arg or "l" in arg or "b" in arg):
-            return f"`{use.name} {arg}` makes links or backups whose targets are not checked"
-    targets = use.option_values("-t", "--target-directory")
-    pos = use.positionals(frozenset({"-t", "--target-directory"}))
+    opts, operands = use.parse("tS", frozenset({"--target-directory", "--suffix"}))
+    for opt, _ in opts:
+        if opt in ("-s", "-l", "-b") or any(opt_is(opt, n) for n in ("--symbolic-link", "--link", "--backup")):
+            return f"`{use.name} {opt}` makes links or backups whose targets are not checked"
+    targets = [v for o, v in opts if o == "-t" or opt_is(o, "--target-directory")]
     if use.name == "mv":
-        use.writes += pos + targets  # the sources are removed too
+        use.writes += operands + targets  # the sources are removed too
     elif targets:
         use.writes += targets
-    elif len(pos) >= 2:
-        use.writes.append(pos[-1])
+    elif len(operands) >= 2:
+        use.writes.append(operands[-1])
+    use.copies += targets if targets else operands[-1:]
     return None
 
 
 def _sort(use: Use) -> Reason:
-    if _starts(use, "--compress-program"):
-        return "`sort --compress-program` runs another program"
-    use.writes += use.option_values("-o", "--output")
+    opts, _ = use.parse("kotST", frozenset({"--key", "--output", "--field-separator", "--buffer-size",
+                                            "--temporary-directory", "--compress-program", "--files0-from",
+                                            "--random-source", "--parallel", "--batch-size"}))
+    for opt, value in opts:
+        if opt_is(opt, "--compress-program"):
+            return "`sort --compress-program` runs another program"
+        if opt in ("-o", "-T") or opt_is(opt, "--output") or opt_is(opt, "--temporary-directory"):
+            use.writes.append(value)
     return None
 
 
 def _uniq(use: Use) -> Reason:
-    pos = use.positionals(frozenset({"-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"}))
-    use.writes += pos[1:2]
+    _, operands = use.parse("fsw", frozenset({"--skip-fields", "--skip-chars", "--check-chars"}))
+    use.writes += operands[1:2]
+    return None
+
+
+def _shuf(use: Use) -> Reason:
+    opts, _ = use.parse("ino", frozenset({"--input-range", "--head-count", "--output", "--random-source"}))
+    use.writes += [v for o, v in opts if o == "-o" or opt_is(o, "--output")]
     return None
 
 
 def _tree(use: Use) -> Reason:
-    use.writes += use.option_values("-o", "")
+    opts, _ = use.parse("LPIoHT", frozenset())
+    for opt, value in opts:
+        if opt == "-R":
+            return "`tree -R` writes a listing into every directory it visits"
+        if opt == "-o":
+            use.writes.append(value)
+    return None
+
+
+def _file(use: Use) -> Reason:
+    opts, _ = use.parse("mfFeP", frozenset({"--magic-file", "--files-from", "--separator", "--exclude",
+                                            "--parameter"}))
+    if any(o == "-C" or opt_is(o, "--compile") for o, _ in opts):
+        return "`file -C` writes a compiled magic file"
     return None
 
 
@@ -175,32 +214,46 @@ def _find(use: Use) -> Reason:
 
 
 def _sed(use: Use) -> Reason:
-    scripts = use.option_values("-e", "--expression")
-    if use.option_values("-f", "--file"):
-        return "`sed -f` runs a script from a file"
-    with_arg = frozenset({"-e", "--expression", "-l", "--line-length"})
-    pos = use.positionals(with_arg)
+    opts, operands = use.parse("efli", frozenset({"--expression", "--file", "--line-length"}))
+    scripts: list[str] = []
+    in_place = False
+    for opt, value in opts:
+        if opt == "-f" or opt_is(opt, "--file"):
+            return "`sed -f` runs a script from a file"
+        if opt == "-e" or opt_is(opt, "--expression"):
+            scripts.append(value)
+        elif opt == "-i" or opt_is(opt, "--in-place"):
+            in_place = True
     if not scripts:
-        if not pos:
+        if not operands:
             return None
-        scripts, pos = [pos[0]], pos[1:]
+        scripts, operands = [operands[0]], operands[1:]
     for script in scripts:
         why = sed_reason(script)
         if why:
             return why
-    if any(o == "-i" or o.startswith(("-i", "--in-place")) or (not o.startswith("--") and "i" in o[1:])
-           for o in use.options() if o not in ("-e", "-l")):
-        use.writes += pos
+    if in_place:
+        use.writes += operands
     return None
 
 
 def _awk(use: Use) -> Reason:
-    if _starts(use, "-f", "--file", "-i", "--include", "-l", "--load", "-E", "--exec"):
-        return f"`{use.name}` given a program file or extension: its code is not inspected"
-    pos = use.positionals(frozenset({"-F", "-v", "--field-separator", "--assign"}))
-    if not pos:
-        return None
-    return awk_reason(pos[0], use.name)
+    opts, operands = use.parse("FvfeilEW", frozenset({"--field-separator", "--assign", "--file", "--source",
+                                                      "--include", "--load", "--exec"}))
+    programs: list[str] = []
+    for opt, value in opts:
+        if opt in ("-f", "-i", "-l", "-E", "-W") or any(opt_is(opt, n) for n in ("--file", "--include", "--load",
+                                                                                  "--exec")):
+            return f"`{use.name} {opt}` loads a program file or extension: its code is not inspected"
+        if opt == "-e" or opt_is(opt, "--source"):
+            programs.append(value)
+    if not programs and operands:
+        programs.append(operands[0])
+    for program in programs:
+        why = awk_reason(program, use.name)
+        if why:
+            return why
+    return None
 
 
 def _printf(use: Use) -> Reason:
@@ -210,22 +263,37 @@ def _printf(use: Use) -> Reason:
 
 
 def _date(use: Use) -> Reason:
-    if _starts(use, "-s", "--set") or any(not p.startswith("+") for p in use.positionals(frozenset({"-d", "-f",
-                                                                                                    "-r"}))):
+    opts, operands = use.parse("dfrsI", frozenset({"--date", "--file", "--reference", "--set"}))
+    if any(o == "-s" or opt_is(o, "--set") for o, _ in opts) or any(not p.startswith("+") for p in operands):
         return "`date` given a time to set"
     return None
 
 
 def _hostname(use: Use) -> Reason:
-    if use.positionals() or _starts(use, "-F", "--file", "-b", "--boot"):
+    opts, operands = use.parse("F", frozenset({"--file"}))
+    if operands or any(o in ("-F", "-b") or opt_is(o, "--file") or opt_is(o, "--boot") for o, _ in opts):
         return "`hostname` given a name to set"
     return None
 
 
+_SET_NAMES = frozenset({"errexit", "nounset", "pipefail", "xtrace", "verbose", "noclobber", "noglob", "posix",
+                        "errtrace", "notify", "ignoreeof", "monitor", "vi", "emacs"})
+
+
 def _set(use: Use) -> Reason:
-    if all(a.startswith(("-", "+")) and a != "--" for a in use.args):
-        return None
-    return "`set` with arguments changes the positional parameters"
+    args = use.args
+    k = 0
+    while k < len(args):
+        arg = args[k]
+        letters = arg[1:]
+        if arg[:1] not in ("-", "+") or not letters.isalpha() or "k" in letters or "o" in letters[:-1]:
+            return f"`set {arg}` changes how later words are read"
+        if letters.endswith("o"):  # -o NAME, or a cluster ending in it: -euo pipefail
+            if k + 1 >= len(args) or args[k + 1] not in _SET_NAMES:
+                return f"`set {arg}` changes how later words are read"
+            k += 1
+        k += 1
+    return None
 
 
 def _rg(use: Use) -> Reason:
@@ -239,28 +307,18 @@ def _command(use: Use) -> Reason:
     return "`command` runs another program"
 
 
-_PIP_READ = frozenset({"list", "show", "freeze", "check", "help", "--version", "-V", "inspect", "index"})
+_PIP_READ = frozenset({"list", "show", "freeze", "check", "inspect", "index"})
 
 
 def _pip(use: Use) -> Reason:
-    bad = _starts(use, "--log", "--python", "--cache-dir", "--exists-action", "--src", "--target", "--prefix")
+    bad = _starts(use, "--log", "--log-file", "--python", "--cache-dir", "--exists-action", "--src", "--target",
+                  "--prefix", "--root", "--report")
     if bad:
         return f"`{use.name} {bad}` has effects that are not known"
     sub = next((a for a in use.args if not a.startswith("-")), "")
-    if sub in _PIP_READ or (not sub and use.args and all(a in ("--version", "-V", "--help", "-h") for a in use.args)):
+    if sub in _PIP_READ:
         return None
     return f"`{use.name} {sub}` installs, removes or builds packages" if sub else f"`{use.name}` form not known"
-
-
-_NPM_READ = frozenset({"ls", "list", "ll", "la", "view", "info", "outdated", "--version", "-v", "help", "root",
-                       "prefix", "bin", "search", "explain", "why", "fund", "doctor"})
-
-
-def _npm(use: Use) -> Reason:
-    sub = use.args[0] if use.args else ""
-    if sub in _NPM_READ or (sub == "config" and use.args[1:2] in (["list"], ["ls"], ["get"])):
-        return None
-    return f"`{use.name} {sub}` runs package scripts or changes packages" if sub else f"`{use.name}` alone"
 
 
 _DOCKER_READ = frozenset({"ps", "images", "version", "info", "inspect", "logs", "top", "stats", "port",
@@ -275,30 +333,19 @@ def _docker(use: Use) -> Reason:
 
 
 def _go(use: Use) -> Reason:
-    if use.args[:1] == ["version"] or (use.args[:1] == ["env"] and "-w" not in use.args and "-u" not in use.args):
+    if use.args[:1] == ["version"] or (use.args[:1] == ["env"] and not _starts(use, "-w", "-u")):
         return None
     return f"`go {' '.join(use.args[:1])}` builds or runs code"
 
 
-def _ruff(use: Use) -> Reason:
-    sub = use.args[0] if use.args else ""
-    fixes = _starts(use, "--fix", "--unsafe-fixes", "--add-noqa")
-    if sub == "check" and (fixes is None or (fixes == "--fix" and "--diff" in use.args)):
-        use.writes += use.positionals(frozenset({"--config", "--select", "--ignore", "--extend-select",
-                                                 "--output-format", "--target-version", "--line-length"}))[1:] \
-            or ["."]  # the configuration may turn fixing on: the checked files may be rewritten
-        return None
-    if sub == "format" and ("--check" in use.args or "--diff" in use.args):
-        return None
-    return f"`ruff {sub}` rewrites files (not checked)" if sub else "`ruff` form not known"
-
-
 SPECS: dict[str, Callable[[Use], Reason]] = {
-    "touch": _touch, "mkdir": _mkdir, "tee": _tee, "cp": _cp_mv, "mv": _cp_mv, "sort": _sort, "uniq": _uniq,
-    "tree": _tree, "find": _find, "sed": _sed, "gsed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk,
-    "nawk": _awk, "printf": _printf, "date": _date, "hostname": _hostname, "set": _set, "rg": _rg,
-    "command": _command, "pip": _pip, "pip3": _pip, "npm": _npm, "docker": _docker,
-    "podman": _docker, "go": _go, "ruff": _ruff,
+    "touch": _writes_operands("dtr", frozenset({"--date", "--reference", "--time"})),
+    "mkdir": _writes_operands("mZ", frozenset({"--mode"})),
+    "tee": _writes_operands("", frozenset()),
+    "cp": _cp_mv, "mv": _cp_mv, "sort": _sort, "uniq": _uniq, "shuf": _shuf, "tree": _tree, "file": _file,
+    "find": _find, "sed": _sed, "gsed": _sed, "awk": _awk, "gawk": _awk, "mawk": _awk, "nawk": _awk,
+    "printf": _printf, "date": _date, "hostname": _hostname, "set": _set, "rg": _rg, "command": _command,
+    "pip": _pip, "pip3": _pip, "docker": _docker, "podman": _docker, "go": _go,
 }
 
 

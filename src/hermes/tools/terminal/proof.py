@@ -108,6 +108,11 @@ class Prover:
         self.checked: dict[str, str | None] = {}
         self.found_on_path: dict[tuple[str, str], str | None] = {}
         self.home = os.path.realpath(os.path.expanduser("~"))
+        self.git_cache: dict[str, str | None] = {}
+        self.command_no = 0
+        #: (path, command number) of every file written and of every copy or move destination
+        self.written: list[tuple[str, int, str]] = []
+        self.copied: list[tuple[str, int]] = []
 
     def fail(self, reason: str, segment: str) -> None:
         if len(self.reasons) < MAX_REASONS:
@@ -145,10 +150,22 @@ class Prover:
                 break
         if (words or redirects) and len(self.reasons) <= MAX_REASONS:
             self.simple(words, redirects)
+        self.check_copies()
         return self.reasons
+
+    def check_copies(self) -> None:
+        """A file written inside a copy or move destination of the same command line may be reached
+        through a symbolic link that the copy brought along (``cp -r /etc/alternatives x; echo > x/awk``)."""
+        for dest, owner in self.copied:
+            for path, number, segment in self.written:
+                if number != owner and (path == dest or path.startswith(dest.rstrip("/") + "/")):
+                    self.fail(f"writes `{path[:60]}` inside `{dest[:60]}`, where this command line copies or "
+                              "moves files (links among them are not followed here)", segment)
+                    return
 
     # -- one simple command -------------------------------------------------------------------------
     def simple(self, words: list[Word], redirects: list[tuple[Op, Word]]) -> None:
+        self.command_no += 1
         segment = " ".join(w.text for w in words)
         for word in words:
             why = _literal_reason(word)
@@ -170,9 +187,9 @@ class Prover:
         texts = [w.text for w in words]
         globbed = {k for k, w in enumerate(words) if w.glob}
         why, texts, globbed = self.program(texts, globbed, writes)
-        segment = " ".join(texts + [f"{op.op} {target.text}" for op, target in redirects]) or segment
+        segment = " ".join(texts) or segment or " ".join(f"{op.op} {t.text}" for op, t in redirects)
         if why is None:
-            why = self.check_writes(writes)
+            why = self.check_writes(writes, segment)
         if why:
             self.fail(why, segment)
 
@@ -263,7 +280,7 @@ class Prover:
             return None
         use = known.Use(name, args, {g - 1 for g in globbed if g >= 1})
         if name == "git":
-            why = git_reason(use)
+            why = git_reason(use, self.cwds, self.git_cache)
         else:
             spec = known.SPECS.get(name)
             if spec is None:
@@ -274,7 +291,27 @@ class Prover:
                 if 0 <= g < len(args) and args[g] in use.writes:
                     return f"the glob `{args[g][:40]}` names files that are written"
             writes.extend(use.writes)
+            why = self.note_copies(use.copies)
         return why
+
+    def note_copies(self, copies: list[str]) -> str | None:
+        for target in copies:
+            for path in self.candidates(target) or []:
+                if len(self.copied) >= MAX_CWDS * 8:
+                    return f"{TOO_COMPLEX} (too many copies)"
+                self.copied.append((path, self.command_no))
+        return None
+
+    def candidates(self, target: str) -> list[str] | None:
+        """The absolute paths ``target`` may name from the directories the shell may be in (None: unknown)."""
+        path = self.expand(target)
+        if path is None:
+            return None
+        if path.startswith("/"):
+            return [posixpath.normpath(path)]
+        if self.cwds is None:
+            return None
+        return [posixpath.normpath(posixpath.join(c, path)) for c in self.cwds]
 
     def locate(self, name: str) -> str | None:
         """Why the program PATH finds for ``name`` is not trusted (None: outside the workspace)."""
@@ -309,7 +346,7 @@ class Prover:
         if self.cwds is None:
             return None
         path = self.expand(target)
-        if path is None:
+        if path is None or ("CDPATH" in os.environ and not path.startswith(("/", "."))):
             return f"`{name} {target[:40]}` goes to a directory that is not known"
         new = [path] if path.startswith("/") else [posixpath.normpath(posixpath.join(c, path)) for c in self.cwds]
         for p in new:
@@ -327,23 +364,21 @@ class Prover:
             return None
         return path
 
-    def check_writes(self, writes: list[str]) -> str | None:
+    def check_writes(self, writes: list[str], segment: str) -> str | None:
         for target in writes:
             if target in _DEV_OK:
                 continue
-            path = self.expand(target)
-            if path is None:
-                return f"writes `{target[:60]}` in another user's home"
-            if path.startswith("/"):
-                candidates = [posixpath.normpath(path)]
-            elif self.cwds is None:
+            candidates = self.candidates(target)
+            if candidates is None:
+                if self.expand(target) is None:
+                    return f"writes `{target[:60]}` in another user's home or a directory of the directory stack"
                 return f"writes `{target[:60]}` but the working directory is not known"
-            else:
-                candidates = [posixpath.normpath(posixpath.join(c, path)) for c in self.cwds]
             for candidate in candidates:
                 why = self.check_path(candidate, target)
                 if why:
                     return why
+                if self.copied or len(self.written) < MAX_CHECKED_PATHS:
+                    self.written.append((candidate, self.command_no, segment))
         return None
 
     def check_path(self, path: str, shown: str) -> str | None:

@@ -119,8 +119,8 @@ _REGEX_BEFORE = frozenset("(,~!&|{};\n=") | {""}
 
 def awk_reason(program: str, name: str = "awk") -> str | None:
     """None when an awk program only reads and prints; else why it may do more."""
-    if program.lstrip().startswith("@") or "\n@" in program:
-        return f"{name} directives (`@load`, `@include`) load code that is not inspected"
+    if "@" in program:
+        return f"{name}'s `@` (directives such as `@load`, indirect calls such as `@f()`) is not inspected"
     if "/inet" in program:
         return f"{name} special files under /inet open network connections"
     i, n = 0, len(program)
@@ -145,6 +145,9 @@ def awk_reason(program: str, name: str = "awk") -> str | None:
             j = program.find("\n", i)
             i = n if j < 0 else j
             continue
+        if c == "\\":  # a line continuation (or a stray backslash): the statement goes on
+            i += 2
+            continue
         m = _AWK_WORD.match(program, i)
         if m:
             word = m.group(0)
@@ -161,7 +164,7 @@ def awk_reason(program: str, name: str = "awk") -> str | None:
             return f"a pipe in the {name} program runs a shell command"
         if c == ">" and in_print and depth == 0:
             return f"an output redirection in the {name} program writes a file"
-        if c in ";{}\n":
+        if c in ";{}" or (c == "\n" and prev not in (",", "&", "|")):
             in_print = False
         elif c == "(":
             depth += 1
