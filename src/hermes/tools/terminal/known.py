@@ -63,12 +63,13 @@ class Use:
         #: destinations of copies and moves: what is written there may be a link copied from elsewhere
         self.copies: list[str] = []
 
-    def parse(self, short_values: str = "", long_values: frozenset[str] = frozenset()
+    def parse(self, short_values: str = "", long_values: frozenset[str] = frozenset(), short_optional: str = ""
               ) -> tuple[list[tuple[str, str]], list[str]]:
         """getopt-style reading: ``(option, value)`` pairs (value "" when none) and the operands.
 
         Short options may be clustered (``-uo FILE``: ``-u``, then ``-o FILE``); a short option in
-        ``short_values`` takes the rest of its cluster or the next word. A long option takes
+        ``short_values`` takes the rest of its cluster or the next word, one in ``short_optional`` only
+        the rest of its cluster (``sed -i.bak``). A long option takes
         ``=value``, or the next word when it (or the option it abbreviates) is in ``long_values``."""
         opts: list[tuple[str, str]] = []
         operands: list[str] = []
@@ -90,9 +91,9 @@ class Use:
             else:
                 for j in range(1, len(arg)):
                     letter = arg[j]
-                    if letter in short_values:
+                    if letter in short_values or letter in short_optional:
                         value = arg[j + 1:]
-                        if not value and k < len(args):
+                        if not value and k < len(args) and letter in short_values:
                             value, k = args[k], k + 1
                         opts.append(("-" + letter, value))
                         break
@@ -214,7 +215,7 @@ def _find(use: Use) -> Reason:
 
 
 def _sed(use: Use) -> Reason:
-    opts, operands = use.parse("efli", frozenset({"--expression", "--file", "--line-length"}))
+    opts, operands = use.parse("efl", frozenset({"--expression", "--file", "--line-length"}), "i")
     scripts: list[str] = []
     in_place = False
     for opt, value in opts:
@@ -263,7 +264,7 @@ def _printf(use: Use) -> Reason:
 
 
 def _date(use: Use) -> Reason:
-    opts, operands = use.parse("dfrsI", frozenset({"--date", "--file", "--reference", "--set"}))
+    opts, operands = use.parse("dfrs", frozenset({"--date", "--file", "--reference", "--set"}), "I")
     if any(o == "-s" or opt_is(o, "--set") for o, _ in opts) or any(not p.startswith("+") for p in operands):
         return "`date` given a time to set"
     return None
