@@ -108,7 +108,8 @@ def test_deep_nesting_is_too_complex_to_inspect(workspace: str) -> None:
 @pytest.mark.parametrize(
     "command",
     [
-        "ls -la", "git status && git diff --stat", "grep -rn TODO src | head -20", "cat a | sort | uniq -c > counts.txt",
+        "ls -la", "git status && git diff --stat", "grep -rn TODO src | head -20",
+        "cat a | sort | uniq -c > counts.txt",
         "mkdir -p build && cd build && touch marker", "cd src && ls > listing.txt", "sed -n 's/a/b/p' f",
         "sed -i 's/a/b/g' src/x.py", "awk -F: '{print $1}' /etc/passwd", "find . -name '*.py' | xargs wc -l",
         "echo x > /dev/null 2>&1", "LC_ALL=C sort f -o sorted.txt", "timeout 5 nice -n 5 grep x f", "git add -A",

@@ -40,7 +40,18 @@ from dataclasses import dataclass
 from hermes.tools.terminal import calls, rules
 from hermes.tools.terminal.patterns import PATTERNS, Level, sql_findings
 from hermes.tools.terminal.proof import prove
-from hermes.tools.terminal.shellparse import MAX_DEPTH, SUB, Command, Script, TooComplex, Word, parse
+from hermes.tools.terminal.shellparse import (
+    MAX_DEPTH,
+    SUB,
+    Command,
+    Script,
+    Token,
+    TooComplex,
+    Word,
+    lex,
+    parse,
+    parse_tokens,
+)
 
 __all__ = ["PATTERNS", "UNPROVEN_ID", "Verdict", "classify", "classify_input", "findings", "stdin_kind"]
 
@@ -292,8 +303,22 @@ def findings(command: str, cwd: str | None = None, safe_programs: tuple[str, ...
     (``rm -rf *`` in ``/`` or in the home directory is on the floor), and it is the workspace that
     proven-safe commands may write in (unknown: no write is proven). ``safe_programs`` are command
     prefixes the person declared to have known effects (``approvals.safe_programs``)."""
-    found = _analyze(command, cwd).found
-    return found + _unproven(prove(command, cwd, safe_programs))
+    with _no_gc():
+        try:
+            toks: list[Token] | None = lex(command)
+        except (TooComplex, RecursionError):
+            toks = None
+        reasons = prove(command, cwd, safe_programs, toks)
+        if not reasons:
+            # proven: only allowlisted forms writing inside the workspace, which no dangerous pattern
+            # names (the proof is stricter than the patterns), so the pattern search is skipped
+            return []
+        analyzer = Analyzer(cwd)
+        if toks is None:
+            analyzer.text(command, 0)
+        else:
+            analyzer.script(parse_tokens(toks, command), 0)
+    return analyzer.found + _unproven(reasons)
 
 
 def _most_severe(found: list[Verdict]) -> Verdict:

@@ -109,6 +109,8 @@ class Prover:
         self.found_on_path: dict[tuple[str, str], str | None] = {}
         self.home = os.path.realpath(os.path.expanduser("~"))
         self.git_cache: dict[str, str | None] = {}
+        self.memo: dict[tuple[object, ...], str | None] = {}
+        self.cwd_version = 0  # changes whenever the set of directories does
         self.command_no = 0
         #: (path, command number) of every file written and of every copy or move destination
         self.written: list[tuple[str, int, str]] = []
@@ -121,11 +123,12 @@ class Prover:
             self.reasons.append((f"{TOO_COMPLEX} (more than {MAX_REASONS} commands need approval)", ""))
 
     # -- the token walk -----------------------------------------------------------------------------
-    def run(self, command: str) -> list[tuple[str, str]]:
-        try:
-            toks = lex(command)
-        except (TooComplex, RecursionError):
-            return [(TOO_COMPLEX, command[:200])]
+    def run(self, command: str, toks: list[Token] | None = None) -> list[tuple[str, str]]:
+        if toks is None:
+            try:
+                toks = lex(command)
+            except (TooComplex, RecursionError):
+                return [(TOO_COMPLEX, command[:200])]
         words: list[Word] = []
         redirects: list[tuple[Op, Word]] = []
         pending: Op | None = None
@@ -185,11 +188,21 @@ class Prover:
             if op.op in WRITE_REDIRECTS or (op.op == ">&" and not (target.text.isdigit() or target.text == "-")):
                 writes.append(target.text)
         texts = [w.text for w in words]
+        key = (self.cwd_version, tuple(texts), tuple((op.op, t.text) for op, t in redirects),
+               tuple(w.glob for w in words))
+        if key in self.memo:  # the same command again, from the same directories: the same answer
+            why = self.memo[key]
+            if why:
+                self.fail(why, " ".join(texts))
+            return
         globbed = {k for k, w in enumerate(words) if w.glob}
+        version, copies = self.cwd_version, len(self.copied)
         why, texts, globbed = self.program(texts, globbed, writes)
         segment = " ".join(texts) or segment or " ".join(f"{op.op} {t.text}" for op, t in redirects)
         if why is None:
             why = self.check_writes(writes, segment)
+        if version == self.cwd_version and copies == len(self.copied) and len(self.memo) < 4096:
+            self.memo[key] = why
         if why:
             self.fail(why, segment)
 
@@ -321,6 +334,9 @@ class Prover:
                 entries.append(entry)
             else:
                 entries += [posixpath.join(c, entry) for c in (self.cwds or [])]
+        ws = self.workspace
+        if ws is None or not any(_inside(_real_dir(e), ws) for e in entries):
+            return None  # no directory on PATH lies in the workspace: nothing found there can be its file
         key = (name, os.pathsep.join(entries))
         if key not in self.found_on_path:
             found = shutil.which(name, path=key[1])
@@ -352,8 +368,10 @@ class Prover:
         for p in new:
             if p not in self.cwds:
                 self.cwds.append(p)
+                self.cwd_version += 1
         if len(self.cwds) > MAX_CWDS:
             self.cwds = None
+            self.cwd_version += 1
         return None
 
     # -- write targets ------------------------------------------------------------------------------
@@ -417,6 +435,19 @@ class Prover:
         return None
 
 
+_REAL_DIRS: dict[str, str] = {}
+
+
+def _real_dir(entry: str) -> str:
+    """``os.path.realpath`` of a PATH directory, remembered (PATH directories are not workspace files)."""
+    real = _REAL_DIRS.get(entry)
+    if real is None:
+        if len(_REAL_DIRS) > 256:
+            _REAL_DIRS.clear()
+        real = _REAL_DIRS[entry] = os.path.realpath(entry)
+    return real
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -426,9 +457,11 @@ def _next_is(toks: list[Token], k: int, count: int, op: str) -> bool:
     return isinstance(nxt, Op) and nxt.op == op
 
 
-def prove(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = ()) -> list[tuple[str, str]]:
-    """``(reason, segment)`` for each simple command of ``command`` not proven safe (empty: proven)."""
+def prove(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = (),
+          toks: list[Token] | None = None) -> list[tuple[str, str]]:
+    """``(reason, segment)`` for each simple command of ``command`` not proven safe (empty: proven);
+    ``toks``: the command already split by :func:`~hermes.tools.terminal.shellparse.lex`."""
     try:
-        return Prover(cwd, safe_programs).run(command)
+        return Prover(cwd, safe_programs).run(command, toks)
     except (RecursionError, MemoryError):
         return [(TOO_COMPLEX, command[:200])]
