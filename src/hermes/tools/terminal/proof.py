@@ -21,7 +21,8 @@ failed (empty: proven). A simple command is proven when
 
 Directories are tracked as the set of every place ``cd`` may have reached (a ``cd`` that fails, or one
 inside a subshell, leaves the shell elsewhere), so the set only grows. Work is bounded: one pass of
-the lexer, one look per simple command, at most :data:`MAX_CHECKED_PATHS` file-system look-ups.
+the lexer, one look per simple command (at most :data:`MAX_COMMANDS` of them; a repeated command is
+remembered), at most :data:`MAX_CHECKED_PATHS` file-system look-ups.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = ["HARMLESS_VARS", "MAX_REASONS", "prove"]
 MAX_REASONS = 8
 MAX_CHECKED_PATHS = 1000
 MAX_CWDS = 8
+MAX_COMMANDS = 20_000
 TOO_COMPLEX = "too complex to inspect"
 
 HARMLESS_VARS = frozenset({
@@ -110,7 +112,9 @@ class Prover:
         self.home = os.path.realpath(os.path.expanduser("~"))
         self.git_cache: dict[str, str | None] = {}
         self.memo: dict[tuple[object, ...], str | None] = {}
+        self.located: dict[tuple[str, int, str], str | None] = {}
         self.cwd_version = 0  # changes whenever the set of directories does
+        self.stopped = False  # the walk gave up (too many commands)
         self.command_no = 0
         #: (path, command number) of every file written and of every copy or move destination
         self.written: list[tuple[str, int, str]] = []
@@ -149,9 +153,9 @@ class Prover:
                 words, redirects, pending = [], [], None
             else:
                 pending = tok
-            if len(self.reasons) > MAX_REASONS:
+            if len(self.reasons) > MAX_REASONS or self.stopped:
                 break
-        if (words or redirects) and len(self.reasons) <= MAX_REASONS:
+        if (words or redirects) and len(self.reasons) <= MAX_REASONS and not self.stopped:
             self.simple(words, redirects)
         self.check_copies()
         return self.reasons
@@ -169,6 +173,11 @@ class Prover:
     # -- one simple command -------------------------------------------------------------------------
     def simple(self, words: list[Word], redirects: list[tuple[Op, Word]]) -> None:
         self.command_no += 1
+        if self.command_no > MAX_COMMANDS:
+            self.stopped = True
+            too_many = (f"{TOO_COMPLEX} (more than {MAX_COMMANDS:,} commands)", "")
+            self.reasons = [*self.reasons[:MAX_REASONS - 1], too_many]
+            return
         segment = " ".join(w.text for w in words)
         for word in words:
             why = _literal_reason(word)
@@ -328,6 +337,13 @@ class Prover:
 
     def locate(self, name: str) -> str | None:
         """Why the program PATH finds for ``name`` is not trusted (None: outside the workspace)."""
+        early = (name, self.cwd_version, os.environ.get("PATH", ""))
+        if early in self.located:
+            return self.located[early]
+        self.located[early] = why = self.locate_now(name)
+        return why
+
+    def locate_now(self, name: str) -> str | None:
         entries = []
         for entry in os.environ.get("PATH", os.defpath).split(os.pathsep):
             if entry.startswith("/"):
