@@ -167,6 +167,19 @@ def test_git_reads_are_proven_only_when_the_repository_names_no_program(workspac
     assert classify("git diff", workspace).level == "unproven"
 
 
+def test_git_add_writes_only_an_index_inside_the_workspace(workspace: str) -> None:
+    _git("init", "-q", cwd=workspace)
+    assert classify("git add -A", workspace).level == "safe"
+    sub = os.path.join(workspace, "src")  # a workspace inside the repository: its index is outside
+    assert "outside the workspace" in classify("git add -A", sub).reason
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating a device node needs root")
+def test_device_files_in_the_workspace_are_not_written(workspace: str) -> None:
+    os.mknod(os.path.join(workspace, "disk"), 0o600 | 0o020000, os.makedev(1, 3))  # a character device
+    assert "a device file" in classify("echo x > disk", workspace).reason
+
+
 # -- the gate ------------------------------------------------------------------------------------------
 def _session(home: Path, surface: Surface = Surface.CLI, *answers: Any, config: str = "") -> FakeSession:
     if config:

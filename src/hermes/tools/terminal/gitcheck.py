@@ -92,9 +92,11 @@ def _sub_reason(sub: str, rest: list[str], use: Use, chdir: str) -> str | None:
     return f"`git {sub}` is not a git command with known effects" if sub else "`git` alone"
 
 
-def git_reason(use: Use, cwds: list[str] | None, cache: dict[str, str | None]) -> str | None:
+def git_reason(use: Use, cwds: list[str] | None, cache: dict[str, str | None],
+               workspace: str | None = None) -> str | None:
     """None when this git command has known effects (write targets are added to ``use.writes``);
-    ``cwds``: the directories the shell may be in (None: not known)."""
+    ``cwds``: the directories the shell may be in (None: not known). ``git add`` writes the index of
+    its repository, so that repository's git directory must lie inside ``workspace``."""
     args = use.args
     chdir = ""
     k = 0
@@ -116,7 +118,14 @@ def git_reason(use: Use, cwds: list[str] | None, cache: dict[str, str | None]) -
     if why is None and sub != "version":
         if cwds is None:
             return "git runs with a working directory that is not known"
-        why = repository_reason([posixpath.join(c, chdir) for c in cwds], cache)
+        starts = [posixpath.join(c, chdir) for c in cwds]
+        why = repository_reason(starts, cache)
+        if why is None and sub == "add":
+            for start in starts:
+                gitdir = _git_dir(start)
+                real = os.path.realpath(gitdir) if gitdir else None
+                if real and (workspace is None or not (real + "/").startswith(workspace.rstrip("/") + "/")):
+                    return f"`git add` writes the index in {real[:80]}, outside the workspace"
     if why is None and sub == "add":
         use.writes.append(chdir or ".")  # it writes the index of the repository git finds there
     return why

@@ -36,8 +36,7 @@ INERT = frozenset({
 
 #: toolchains that run code; only their version and help output is known
 VERSION_ONLY = frozenset({
-    "python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "cargo",
-    "rustc", "rustup", "go", "gcc", "g++", "cc", "clang", "clang++", "make", "cmake", "ninja", "java", "javac",
+    "python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "go", "gcc", "g++", "cc", "clang", "clang++", "make", "cmake", "ninja", "java", "javac",
     "ruby", "gem", "perl", "php", "lua", "dotnet", "mypy", "black", "ruff", "uv", "poetry", "pipenv", "tox",
     "nox", "pip", "pip3", "docker", "kubectl", "helm", "terraform", "tsc", "eslint", "prettier", "git", "rg",
     "fd", "sqlite3", "psql", "gh", "conda", "mamba", "swift", "zig", "ghc", "stack", "cabal", "erl", "R",
@@ -45,7 +44,7 @@ VERSION_ONLY = frozenset({
 })
 _VERSION_FLAGS = frozenset({"--version", "-V", "--help"})
 #: toolchains with a ``version`` subcommand (for the others ``version`` would name a script to run)
-_VERSION_WORD = frozenset({"go", "docker", "kubectl", "helm", "terraform", "cargo", "gh", "rustup"})
+_VERSION_WORD = frozenset({"go", "docker", "kubectl", "helm", "terraform", "gh"})
 
 Reason = str | None
 

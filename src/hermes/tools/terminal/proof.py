@@ -31,6 +31,7 @@ import os
 import posixpath
 import re
 import shutil
+import stat
 
 from hermes.tools.terminal import known
 from hermes.tools.terminal.gitcheck import git_reason
@@ -302,7 +303,7 @@ class Prover:
             return None
         use = known.Use(name, args, {g - 1 for g in globbed if g >= 1})
         if name == "git":
-            why = git_reason(use, self.cwds, self.git_cache)
+            why = git_reason(use, self.cwds, self.git_cache, self.workspace)
         else:
             spec = known.SPECS.get(name)
             if spec is None:
@@ -446,7 +447,9 @@ class Prover:
             st = os.lstat(real)
         except OSError:
             return None
-        if st.st_nlink > 1 and not os.path.isdir(real):
+        if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode):
+            return f"writes `{shown[:60]}`, a device file"
+        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
             return f"writes `{shown[:60]}`, a file with other hard links"
         return None
 
