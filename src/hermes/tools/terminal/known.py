@@ -36,7 +36,8 @@ INERT = frozenset({
 
 #: toolchains that run code; only their version and help output is known
 VERSION_ONLY = frozenset({
-    "python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "go", "gcc", "g++", "cc", "clang", "clang++", "make", "cmake", "ninja", "java", "javac",
+    "python", "python3", "python2", "pypy", "pypy3", "node", "nodejs", "deno", "bun", "go", "gcc", "g++", "cc",
+    "clang", "clang++", "make", "cmake", "ninja", "java", "javac",
     "ruby", "gem", "perl", "php", "lua", "dotnet", "mypy", "black", "ruff", "uv", "poetry", "pipenv", "tox",
     "nox", "pip", "pip3", "docker", "kubectl", "helm", "terraform", "tsc", "eslint", "prettier", "git", "rg",
     "fd", "sqlite3", "psql", "gh", "conda", "mamba", "swift", "zig", "ghc", "stack", "cabal", "erl", "R",
