@@ -233,10 +233,12 @@ def test_modes_and_allow_lists_for_unproven(hermes_home: Path, workspace: str) -
 
 
 def test_safe_programs_are_proven_but_their_writes_still_checked(hermes_home: Path, workspace: str) -> None:
-    s = _session(hermes_home, Surface.ONESHOT, config="approvals:\n  safe_programs: [pytest, 'npm run build']\n")
+    s = _session(hermes_home, Surface.ONESHOT,
+                 config="approvals:\n  safe_programs: [pytest, 'npm run build', ./run_tests.sh]\n")
     gate.authorize("pytest -q tests", {"session": s}, cwd=workspace)
+    gate.authorize("./run_tests.sh --fast", {"session": s}, cwd=workspace)
     gate.authorize("npm run build > build.log", {"session": s}, cwd=workspace)
-    for command in ("pytest > /etc/x", "npm run deploy", "PATH=. pytest", "pytest $(cat args)"):
+    for command in ("pytest > /etc/x", "npm run deploy", "PATH=. pytest", "pytest $(cat args)", "./run_tests.sh.x"):
         with pytest.raises(ApprovalDenied):
             gate.authorize(command, {"session": s}, cwd=workspace)
 

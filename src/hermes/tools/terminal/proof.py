@@ -272,7 +272,9 @@ class Prover:
         name = word
         if word in _BINDING:
             return f"`{word}` runs or defines code that is not inspected"
-        if "/" in word:
+        line = " ".join(words)
+        person = any(line == p or line.startswith(p + " ") for p in self.safe_programs)
+        if "/" in word and not person:  # a listed ./run_tests.sh is the person's choice
             norm = posixpath.normpath(word)
             if not norm.startswith("/") or posixpath.dirname(norm) not in _SYSTEM_BIN:
                 return f"`{word[:60]}` runs a program by a path outside the system's program directories"
@@ -280,8 +282,6 @@ class Prover:
         args = words[1:]
         if name in ("cd", "pushd", "popd", "dirs"):
             return self.change_directory(name, args)
-        line = " ".join(words)
-        person = any(line == p or line.startswith(p + " ") for p in self.safe_programs)
         if not person and not known.known(name):
             return f"`{name[:60]}` is not a program with known effects"
         if "/" not in word and name not in _BUILTINS:
