@@ -114,7 +114,7 @@ def test_deep_nesting_is_too_complex_to_inspect(workspace: str) -> None:
         "sed -i 's/a/b/g' src/x.py", "awk -F: '{print $1}' /etc/passwd", "find . -name '*.py' | xargs wc -l",
         "echo x > /dev/null 2>&1", "LC_ALL=C sort f -o sorted.txt", "timeout 5 nice -n 5 grep x f", "git add -A",
         "python3 --version", "set -euo pipefail", "cp a.txt b.txt", "mv a.txt src/", "tee out.log < in.txt",
-        "env NO_COLOR=1 ls", "echo 'rm -rf /' > notes.txt",
+        "env NO_COLOR=1 ls", "echo 'rm -rf /' > notes.txt", "[ -f x ] && cat x",
     ],
 )
 def test_proven_safe_commands(command: str, workspace: str) -> None:
@@ -165,6 +165,9 @@ def test_git_reads_are_proven_only_when_the_repository_names_no_program(workspac
     _git("config", "--unset", "core.fsmonitor", cwd=workspace)
     _git("config", "diff.pdf.textconv", "sh", cwd=workspace)
     assert classify("git diff", workspace).level == "unproven"
+    config = Path(workspace, ".git", "config")
+    config.write_text("[core] fsmonitor = touch /tmp/owned\n", encoding="utf-8")  # a key on the header line
+    assert classify("git status", workspace).level == "unproven"
 
 
 def test_git_add_writes_only_an_index_inside_the_workspace(workspace: str) -> None:

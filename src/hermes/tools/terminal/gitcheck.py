@@ -176,13 +176,16 @@ def _config_reason(path: str) -> str | None:
         if not line or line[0] in "#;":
             continue
         if line.startswith("["):
-            head = line[1:].split("]", 1)[0].strip()
+            head, _, line = line[1:].partition("]")  # a key may follow on the same line: [core] x = y
+            head = head.strip()
             name, _, rest = head.replace('"', " ").partition(" ")
             section = name.split(".", 1)[0].lower()
             sub = bool(rest.strip()) or "." in name
             if section in _ANY_KEY:
                 return f"the repository's configuration has a [{head}] section, which can name programs git runs"
-            continue
+            line = line.strip()
+            if not line or line[0] in "#;":
+                continue
         key = line.split("=", 1)[0].strip().lower()
         value = line.split("=", 1)[1].strip().strip('"').lower() if "=" in line else "true"
         if section == "core" and key in _CORE_PROGRAMS and not (key == "fsmonitor" and value in ("false", "0")):

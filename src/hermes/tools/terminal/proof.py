@@ -231,7 +231,7 @@ class Prover:
         via_xargs = False
         while k < len(texts):
             name = texts[k]
-            if k in globbed:
+            if k in globbed and name not in ("[", "[["):  # a lone ``[`` matches nothing: it stays literal
                 return f"the program name `{name[:40]}` is a glob", texts[k:], set()
             if name in _ELEVATE:
                 return f"`{name}` runs the command as another user", texts[k:], set()
@@ -441,7 +441,8 @@ class Prover:
         rel = real[len(ws):].lstrip("/")
         if ".git" in rel.split("/"):
             return f"writes `{shown[:60]}` inside .git (git configuration and hooks can name programs to run)"
-        if ws == self.home and rel.startswith("."):
+        home = self.home
+        if _inside(home, ws) and real != home and _inside(real, home) and real[len(home):].lstrip("/")[:1] == ".":
             return f"writes `{shown[:60]}`, a dot-file of the home directory"
         try:
             st = os.lstat(real)
