@@ -22,7 +22,7 @@ failed (empty: proven). A simple command is proven when
 Directories are tracked as the set of every place ``cd`` may have reached (a ``cd`` that fails, or one
 inside a subshell, leaves the shell elsewhere), so the set only grows. Work is bounded: one pass of
 the lexer, one look per simple command (at most :data:`MAX_COMMANDS` of them; a repeated command is
-remembered), at most :data:`MAX_CHECKED_PATHS` file-system look-ups.
+remembered), at most ``places.MAX_CHECKED_PATHS`` file-system look-ups (:mod:`.places`).
 """
 
 from __future__ import annotations
@@ -31,21 +31,17 @@ import os
 import posixpath
 import re
 import shutil
-import stat
 
 from hermes.tools.terminal import known
 from hermes.tools.terminal.gitcheck import git_reason
-from hermes.tools.terminal.patterns import SYSTEM_DIRS
+from hermes.tools.terminal.places import TOO_COMPLEX, Places, inside, real_dir
 from hermes.tools.terminal.shellparse import lex
 from hermes.tools.terminal.shelltokens import SUB, WRITE_REDIRECTS, Op, Token, TooComplex, Word
 
 __all__ = ["HARMLESS_VARS", "MAX_REASONS", "prove"]
 
 MAX_REASONS = 8
-MAX_CHECKED_PATHS = 1000
-MAX_CWDS = 8
 MAX_COMMANDS = 20_000
-TOO_COMPLEX = "too complex to inspect"
 
 HARMLESS_VARS = frozenset({
     "LC_ALL", "LANG", "LANGUAGE", "LC_CTYPE", "LC_MESSAGES", "LC_COLLATE", "LC_NUMERIC", "LC_TIME", "TZ",
@@ -64,8 +60,6 @@ _BINDING = frozenset({"for", "case", "select", "function", "coproc", "in", "esac
 _SYSTEM_BIN = frozenset({"/bin", "/usr/bin", "/sbin", "/usr/sbin"})
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
 _EXPANSION = re.compile(r"\$(?:\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*|.)")
-_DEV_OK = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
-_SPECIAL = ("/proc/", "/sys/", "/dev/")
 _SEPARATORS = frozenset({";", "&", "|", "&&", "||", "|&", "\n", "(", ")", ";;"})
 _ELEVATE = frozenset({"sudo", "doas", "su", "pkexec", "run0", "runuser", "sg", "newgrp"})
 # wrapper -> (options taking a value, options without one, positional words before the command)
@@ -100,26 +94,18 @@ def _literal_reason(word: Word) -> str | None:
     return None
 
 
-class Prover:
-    """State of one proof: the workspace, where the shell may be, and the reasons found so far."""
+class Prover(Places):
+    """State of one proof: the places (:class:`Places`), the programs met and the reasons found so far."""
 
     def __init__(self, cwd: str | None, safe_programs: tuple[str, ...] = ()) -> None:
-        self.workspace = os.path.realpath(cwd) if cwd else None
-        self.cwds: list[str] | None = [self.workspace] if self.workspace else None
+        super().__init__(cwd)
         self.safe_programs = tuple(" ".join(p.split()) for p in safe_programs if p.strip())
         self.reasons: list[tuple[str, str]] = []
-        self.checked: dict[str, str | None] = {}
         self.found_on_path: dict[tuple[str, str], str | None] = {}
-        self.home = os.path.realpath(os.path.expanduser("~"))
         self.git_cache: dict[str, str | None] = {}
         self.memo: dict[tuple[object, ...], str | None] = {}
         self.located: dict[tuple[str, int, str], str | None] = {}
-        self.cwd_version = 0  # changes whenever the set of directories does
         self.stopped = False  # the walk gave up (too many commands)
-        self.command_no = 0
-        #: (path, command number) of every file written and of every copy or move destination
-        self.written: list[tuple[str, int, str]] = []
-        self.copied: list[tuple[str, int]] = []
 
     def fail(self, reason: str, segment: str) -> None:
         if len(self.reasons) < MAX_REASONS:
@@ -158,18 +144,10 @@ class Prover:
                 break
         if (words or redirects) and len(self.reasons) <= MAX_REASONS and not self.stopped:
             self.simple(words, redirects)
-        self.check_copies()
+        copied = self.copy_reason()
+        if copied:
+            self.fail(*copied)
         return self.reasons
-
-    def check_copies(self) -> None:
-        """A file written inside a copy or move destination of the same command line may be reached
-        through a symbolic link that the copy brought along (``cp -r /etc/alternatives x; echo > x/awk``)."""
-        for dest, owner in self.copied:
-            for path, number, segment in self.written:
-                if number != owner and (path == dest or path.startswith(dest.rstrip("/") + "/")):
-                    self.fail(f"writes `{path[:60]}` inside `{dest[:60]}`, where this command line copies or "
-                              "moves files (links among them are not followed here)", segment)
-                    return
 
     # -- one simple command -------------------------------------------------------------------------
     def simple(self, words: list[Word], redirects: list[tuple[Op, Word]]) -> None:
@@ -317,25 +295,6 @@ class Prover:
             why = self.note_copies(use.copies)
         return why
 
-    def note_copies(self, copies: list[str]) -> str | None:
-        for target in copies:
-            for path in self.candidates(target) or []:
-                if len(self.copied) >= MAX_CWDS * 8:
-                    return f"{TOO_COMPLEX} (too many copies)"
-                self.copied.append((path, self.command_no))
-        return None
-
-    def candidates(self, target: str) -> list[str] | None:
-        """The absolute paths ``target`` may name from the directories the shell may be in (None: unknown)."""
-        path = self.expand(target)
-        if path is None:
-            return None
-        if path.startswith("/"):
-            return [posixpath.normpath(path)]
-        if self.cwds is None:
-            return None
-        return [posixpath.normpath(posixpath.join(c, path)) for c in self.cwds]
-
     def locate(self, name: str) -> str | None:
         """Why the program PATH finds for ``name`` is not trusted (None: outside the workspace)."""
         early = (name, self.cwd_version, os.environ.get("PATH", ""))
@@ -352,125 +311,16 @@ class Prover:
             else:
                 entries += [posixpath.join(c, entry) for c in (self.cwds or [])]
         ws = self.workspace
-        if ws is None or not any(_inside(_real_dir(e), ws) for e in entries):
+        if ws is None or not any(inside(real_dir(e), ws) for e in entries):
             return None  # no directory on PATH lies in the workspace: nothing found there can be its file
         key = (name, os.pathsep.join(entries))
         if key not in self.found_on_path:
             found = shutil.which(name, path=key[1])
             why = None
-            if found and self.workspace and _inside(os.path.realpath(found), self.workspace):
+            if found and self.workspace and inside(os.path.realpath(found), self.workspace):
                 why = f"`{name}` is found in the workspace ({found}), not a system program"
             self.found_on_path[key] = why
         return self.found_on_path[key]
-
-    def change_directory(self, name: str, args: list[str]) -> str | None:
-        if name in ("popd", "dirs"):
-            return None  # back to a directory already in the set
-        targets = [a for a in args if not (a.startswith("-") and a != "-")]
-        if args[:1] == ["--"]:
-            targets = args[1:]
-        if not targets:
-            if name == "pushd":
-                return None
-            targets = ["~"]
-        target = targets[0]
-        if target == "-" or target.startswith(("+", "-")):
-            return f"`{name} {target}` goes to a directory that is not known"
-        if self.cwds is None:
-            return None
-        path = self.expand(target)
-        if path is None or ("CDPATH" in os.environ and not path.startswith(("/", "."))):
-            return f"`{name} {target[:40]}` goes to a directory that is not known"
-        new = [path] if path.startswith("/") else [posixpath.normpath(posixpath.join(c, path)) for c in self.cwds]
-        for p in new:
-            if p not in self.cwds:
-                self.cwds.append(p)
-                self.cwd_version += 1
-        if len(self.cwds) > MAX_CWDS:
-            self.cwds = None
-            self.cwd_version += 1
-        return None
-
-    # -- write targets ------------------------------------------------------------------------------
-    def expand(self, path: str) -> str | None:
-        if path == "~" or path.startswith("~/"):
-            return self.home + path[1:]
-        if path.startswith("~"):
-            return None
-        return path
-
-    def check_writes(self, writes: list[str], segment: str) -> str | None:
-        for target in writes:
-            if target in _DEV_OK:
-                continue
-            candidates = self.candidates(target)
-            if candidates is None:
-                if self.expand(target) is None:
-                    return f"writes `{target[:60]}` in another user's home or a directory of the directory stack"
-                return f"writes `{target[:60]}` but the working directory is not known"
-            for candidate in candidates:
-                why = self.check_path(candidate, target)
-                if why:
-                    return why
-                if self.copied or len(self.written) < MAX_CHECKED_PATHS:
-                    self.written.append((candidate, self.command_no, segment))
-        return None
-
-    def check_path(self, path: str, shown: str) -> str | None:
-        if path in self.checked:
-            return self.checked[path]
-        if len(self.checked) >= MAX_CHECKED_PATHS:
-            return f"{TOO_COMPLEX} (writes more than {MAX_CHECKED_PATHS} files)"
-        why = self.judge_path(path, shown)
-        self.checked[path] = why
-        return why
-
-    def judge_path(self, path: str, shown: str) -> str | None:
-        if path.startswith(_SPECIAL) or path in ("/proc", "/sys", "/dev"):
-            return f"writes the special file `{shown[:60]}`"
-        ws = self.workspace
-        if ws is None:
-            return f"writes `{shown[:60]}` but the workspace is not known"
-        real = os.path.realpath(path)
-        if real.startswith(_SPECIAL):
-            return f"writes `{shown[:60]}`, which leads to the special file {real[:80]}"
-        if ws != self.home and (ws == "/" or (posixpath.dirname(ws) == "/" and posixpath.basename(ws) in SYSTEM_DIRS)):
-            return f"writes `{shown[:60]}` in {ws}, a system directory, which is not taken as a workspace"
-        if not _inside(real, ws):
-            return f"writes `{shown[:60]}` outside the workspace {ws}"
-        rel = real[len(ws):].lstrip("/")
-        if ".git" in rel.split("/"):
-            return f"writes `{shown[:60]}` inside .git (git configuration and hooks can name programs to run)"
-        home = self.home
-        if _inside(home, ws) and real != home and _inside(real, home) and real[len(home):].lstrip("/")[:1] == ".":
-            return f"writes `{shown[:60]}`, a dot-file of the home directory"
-        try:
-            st = os.lstat(real)
-        except OSError:
-            return None
-        if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode):
-            return f"writes `{shown[:60]}`, a device file"
-        if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):
-            return f"writes `{shown[:60]}`, a file with other hard links"
-        return None
-
-
-_REAL_DIRS: dict[str, str] = {}
-
-
-def _real_dir(entry: str) -> str:
-    """``os.path.realpath`` of a PATH directory, remembered (PATH directories are not workspace files)."""
-    real = _REAL_DIRS.get(entry)
-    if real is None:
-        if len(_REAL_DIRS) > 256:
-            _REAL_DIRS.clear()
-        real = _REAL_DIRS[entry] = os.path.realpath(entry)
-    return real
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
 
 def _next_is(toks: list[Token], k: int, count: int, op: str) -> bool:
     nxt = toks[k + 1] if k + 1 < count else None
