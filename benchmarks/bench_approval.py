@@ -9,14 +9,17 @@ Part 1 times typical agent commands (µs per call, best of several rounds). Part
 command strings of ``--size`` characters (1 MB by default) of very different shapes — one long
 argument, many short words, many commands, pipelines, deep nesting, pathological quoting — and
 prints CPU and wall time per shape plus time per character. Reading is linear in the length of the
-command, so doubling ``--size`` roughly doubles every figure (``--scaling`` checks that). Tests never
-assert these timings.
+command, so doubling ``--size`` roughly doubles every figure (``--scaling`` checks that). The last
+shapes aim at the safety proof (write targets, ``cd``, option clusters, git); commands are classified
+for an empty temporary workspace. The last line names the worst shape (goal: under 0.5 s at 1 MB).
+Tests never assert these timings.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from hermes.tools.terminal.approval import classify  # noqa: E402
+
+#: the workspace commands are classified for (an empty temporary directory): write targets are checked
+WORKSPACE = tempfile.mkdtemp(prefix="bench-approval-")
 
 TYPICAL = [
     "ls -la",
@@ -61,6 +67,16 @@ def shapes(size: int) -> dict[str, str]:
         "fork bomb repeated": ":(){ :|:& };" * (size // 12),
         "newlines": "\n" * size,
         "base64 blob | sh": "echo " + "cm0gLXJmIC90bXAveDsg" * (size // 20) + " | base64 -d | sh",
+        # shapes aimed at the safety proof (write checks, directories, options, git)
+        "many writes (echo x > fN)": "".join(f"echo x > f{k}; " for k in range(size // 16)),
+        "many cd and writes": "cd a; echo x > b; " * (size // 18),
+        "many sort -o": "".join(f"sort -uo o{k} f; " for k in range(size // 18)),
+        "many git status": "git status; " * (size // 12),
+        "many cp then writes": "".join(f"cp a d{k}; echo > d{k}/x; " for k in range(size // 24)),
+        "variables X=a; $X": "X=ls; $X " * (size // 9),
+        "one word of options": "ls " + "-l " * (size // 3),
+        "awk program": "awk '" + "{print $1} " * (size // 11) + "'",
+        "sed script": "sed '" + "s/a/b/g;" * (size // 8) + "'",
     }
 
 
@@ -73,12 +89,12 @@ def timed(fn: Callable[[], object]) -> tuple[float, float]:
 def typical(rounds: int) -> None:
     print(f"{'typical command':60} {'verdict':22} {'µs/call':>9}")
     for command in TYPICAL:
-        verdict = classify(command)
+        verdict = classify(command, WORKSPACE)
         best = float("inf")
         for _ in range(rounds):
             start = time.perf_counter()
             for _ in range(200):
-                classify(command)
+                classify(command, WORKSPACE)
             best = min(best, (time.perf_counter() - start) / 200)
         label = f"{verdict.level}/{verdict.pattern_id}" if verdict.pattern_id else verdict.level
         print(f"{command[:60]:60} {label:22} {best * 1e6:9.1f}")
@@ -87,24 +103,25 @@ def typical(rounds: int) -> None:
 def large(size: int, repeat: int) -> None:
     title = f"shape ({size:,} chars)"
     print(f"\n{title:34} {'verdict':24} {'cpu ms':>8} {'wall ms':>8} {'ns/char':>8}")
-    worst = 0.0
+    worst, worst_name = 0.0, ""
     for name, command in shapes(size).items():
-        verdict = classify(command)
-        runs = [timed(lambda c=command: classify(c)) for _ in range(repeat)]  # type: ignore[misc]
+        verdict = classify(command, WORKSPACE)
+        runs = [timed(lambda c=command: classify(c, WORKSPACE)) for _ in range(repeat)]  # type: ignore[misc]
         wall = min(r[0] for r in runs)
         cpu = min(r[1] for r in runs)
-        worst = max(worst, cpu)
+        if cpu > worst:
+            worst, worst_name = cpu, name
         label = f"{verdict.level}/{verdict.pattern_id}" if verdict.pattern_id else verdict.level
         print(f"{name:34} {label:24} {cpu * 1e3:8.1f} {wall * 1e3:8.1f} {cpu * 1e9 / len(command):8.0f}")
-    print(f"worst shape: {worst * 1e3:.0f} ms CPU for {size:,} characters")
+    print(f"worst shape: {worst_name!r}, {worst * 1e3:.0f} ms CPU for {size:,} characters")
 
 
 def scaling(size: int) -> None:
     print("\nscaling (CPU ms at size, 2x size; a ratio near 2 means linear)")
     small, big = shapes(size // 2), shapes(size)
     for name in small:
-        a = min(timed(lambda c=small[name]: classify(c))[1] for _ in range(2))  # type: ignore[misc]
-        b = min(timed(lambda c=big[name]: classify(c))[1] for _ in range(2))  # type: ignore[misc]
+        a = min(timed(lambda c=small[name]: classify(c, WORKSPACE))[1] for _ in range(2))  # type: ignore[misc]
+        b = min(timed(lambda c=big[name]: classify(c, WORKSPACE))[1] for _ in range(2))  # type: ignore[misc]
         print(f"{name:34} {a * 1e3:8.1f} {b * 1e3:8.1f}  x{b / a if a else float('nan'):.2f}")
 
 

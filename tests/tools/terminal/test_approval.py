@@ -298,8 +298,11 @@ def test_dangerous_commands_are_flagged(command: str, pattern: str) -> None:
 
 
 @pytest.mark.parametrize("command", SAFE)
-def test_harmless_commands_pass(command: str) -> None:
-    assert classify(command).level == "safe", (command, findings(command))
+def test_harmless_commands_match_no_dangerous_pattern(command: str) -> None:
+    # the denylist stays quiet on these; most of them are still not *proven* safe (``unproven``),
+    # which test_proof.py covers
+    assert classify(command).level in ("safe", "unproven"), (command, findings(command))
+    assert not [v for v in findings(command) if v.level in ("floor", "dangerous")]
 
 
 def test_every_pattern_id_is_documented() -> None:
@@ -354,7 +357,7 @@ _SHELLISH = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(_SHELLISH, st.sampled_from([None, "/", "/tmp"]))
 def test_classifier_never_raises(command: str, cwd: str | None) -> None:
-    assert classify(command, cwd).level in ("floor", "dangerous", "safe")
+    assert classify(command, cwd).level in ("floor", "dangerous", "unproven", "safe")
     classify_input("code", command)
     stdin_kind(command)
 
@@ -371,13 +374,13 @@ MB = 1_000_000
         ("echo " + "ab " * (MB // 3), "safe"),
         ("true && " * (MB // 8) + "rm -rf /", "floor"),
         ("$(" * (MB // 2), "dangerous"),
-        ("'\\'" * (MB // 3), "safe"),
+        ("'\\'" * (MB // 3), "unproven"),
         ('"' + "$(" * (MB // 2), "dangerous"),
-        ("python3 -c \"os.system('" + "'\\'" * (MB // 3) + "')\"", "safe"),
+        ("python3 -c \"os.system('" + "'\\'" * (MB // 3) + "')\"", "unproven"),
         ("cat <<EOF\n" + "line\n" * (MB // 5), "safe"),
         ("rm -rf " + "/" * MB, "floor"),
-        ("`" * MB, "safe"),
-        ("${" * (MB // 2), "safe"),
+        ("`" * MB, "unproven"),
+        ("${" * (MB // 2), "unproven"),
     ],
     ids=["long-arg", "many-args", "many-commands", "nested-subs", "quotes", "dq-nested", "py-literals",
          "heredoc", "slashes", "backticks", "braces"],

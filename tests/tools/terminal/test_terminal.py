@@ -45,6 +45,13 @@ def pm(args: dict[str, Any], task: str = "t-terminal") -> dict[str, Any]:
     return run(args, task=task, tool="process_manage")
 
 
+@pytest.fixture
+def allow_unproven(hermes_home: Path) -> None:
+    """Tests of running commands (not of approvals) that use shell features which cannot be proven safe
+    (``$!``, ``$VAR``, loops): the configuration allows unproven commands, as a person may."""
+    (hermes_home / "config.yaml").write_text("approvals:\n  allow: [unproven]\n", encoding="utf-8")
+
+
 @pytest.fixture(autouse=True)
 def _cleanup(hermes_home: Path) -> Iterator[None]:
     yield
@@ -86,7 +93,7 @@ def test_stdin_is_closed_and_workdir_is_checked(tmp_path: Path) -> None:
     assert "workdir" in r["error"]
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+def test_timeout_kills_the_whole_process_group(tmp_path: Path, allow_unproven: None) -> None:
     pidfile = tmp_path / "child.pid"
     started = time.monotonic()
     r = run({"command": f"sleep 30 & echo $! > {pidfile}; echo started; sleep 30", "timeout": 1,
@@ -107,7 +114,8 @@ def test_output_is_capped_with_a_marker(tmp_path: Path) -> None:
     assert len(out) < 41_000 and r["output_chars"] > 500_000
 
 
-def test_secret_env_vars_do_not_reach_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_secret_env_vars_do_not_reach_the_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                allow_unproven: None) -> None:
     monkeypatch.setenv("FOO_API_KEY", "supersecretvalue123")
     monkeypatch.setenv("MY_TOKEN", "anothersecret4567")
     monkeypatch.setenv("PLAIN_SETTING", "visible")
@@ -118,7 +126,8 @@ def test_secret_env_vars_do_not_reach_the_child(tmp_path: Path, monkeypatch: pyt
 def test_env_passthrough_and_masked_output(tmp_path: Path, hermes_home: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FOO_API_KEY", "supersecretvalue123")
-    (hermes_home / "config.yaml").write_text("terminal:\n  env_passthrough: [FOO_*]\n", encoding="utf-8")
+    (hermes_home / "config.yaml").write_text("terminal:\n  env_passthrough: [FOO_*]\napprovals:\n  allow: [unproven]\n",
+                                             encoding="utf-8")
     r = run({"command": 'test -n "$FOO_API_KEY" && echo "present $FOO_API_KEY"', "workdir": str(tmp_path)})
     assert r["output"] == f"present {MASK}\n"
 
@@ -126,7 +135,7 @@ def test_env_passthrough_and_masked_output(tmp_path: Path, hermes_home: Path,
 # -- background processes ------------------------------------------------------------------------------
 
 
-def test_background_poll_write_log_wait(tmp_path: Path) -> None:
+def test_background_poll_write_log_wait(tmp_path: Path, allow_unproven: None) -> None:
     script = 'echo ready; read line; echo "got $line"; for i in 1 2 3; do echo "n$i"; done; exit 7'
     started = run({"command": script, "background": True, "workdir": str(tmp_path)})
     pid = started["process_id"]
@@ -145,7 +154,7 @@ def test_background_poll_write_log_wait(tmp_path: Path) -> None:
     assert [p["process_id"] for p in listed] == [pid]
 
 
-def test_wait_times_out_and_kill_stops_the_group(tmp_path: Path) -> None:
+def test_wait_times_out_and_kill_stops_the_group(tmp_path: Path, allow_unproven: None) -> None:
     pidfile = tmp_path / "grandchild.pid"
     # the pid file appears whole (written aside, then renamed): `echo > file` creates it empty first
     started = run({"command": f"sleep 60 & echo $! > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; sleep 60",
@@ -178,7 +187,7 @@ def test_write_to_a_process_that_does_not_read(tmp_path: Path, monkeypatch: pyte
     assert pm({"action": "kill", "process_id": pid})["status"] == "killed"
 
 
-def test_kill_reaches_children_left_behind(tmp_path: Path) -> None:
+def test_kill_reaches_children_left_behind(tmp_path: Path, allow_unproven: None) -> None:
     pidfile = tmp_path / "orphan.pid"
     pid = run({"command": f"sleep 60 & echo $! > {pidfile}; exit 0", "background": True,
                "workdir": str(tmp_path)})["process_id"]
@@ -289,7 +298,8 @@ def test_floor_refused_in_yolo_mode(tmp_path: Path, hermes_home: Path) -> None:
 
 
 def test_writes_to_a_shell_are_checked(tmp_path: Path, hermes_home: Path) -> None:
-    s = _approval_session(hermes_home, Surface.ONESHOT)
+    # starting a shell cannot be proven safe: the configuration allows it; what is written to it is checked
+    s = _approval_session(hermes_home, Surface.ONESHOT, config="approvals:\n  allow: [bash]\n")
     pid = run({"command": "bash", "background": True, "workdir": str(tmp_path)}, session=s)["process_id"]
     refused = run({"action": "write", "process_id": pid, "input": f"mkfs.ext4 {tmp_path}/none\n"}, session=s,
                   tool="process_manage")

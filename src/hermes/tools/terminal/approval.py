@@ -1,9 +1,14 @@
-"""Dangerous-command detection for the terminal tool.
+"""Command classification for the terminal tool: recognised danger, and proven safety.
 
 :func:`classify` reads a command line with :mod:`~hermes.tools.terminal.shellparse` and returns a
-:class:`Verdict`: ``floor`` (never run, even in yolo mode), ``dangerous`` (run only when approved or
-allow-listed) or ``safe``. The pattern ids and their levels are listed in
+:class:`Verdict`: ``floor`` (a catastrophic shape: never run, even in yolo mode), ``dangerous`` (a
+recognised destructive pattern: run only when approved or allow-listed), ``unproven`` (nothing
+destructive recognised, but :mod:`~hermes.tools.terminal.proof` could not prove it safe: it needs
+approval outside a sandbox) or ``safe`` (proven). The pattern ids and their levels are listed in
 :data:`~hermes.tools.terminal.patterns.PATTERNS`; docs/tools/terminal.md explains them.
+
+The rest of this module is the recognition of dangerous shapes (the denylist), which still decides
+``floor`` and ``dangerous`` and their pattern ids.
 
 What the detection sees through:
 
@@ -34,16 +39,29 @@ from dataclasses import dataclass
 
 from hermes.tools.terminal import calls, rules
 from hermes.tools.terminal.patterns import PATTERNS, Level, sql_findings
-from hermes.tools.terminal.shellparse import MAX_DEPTH, SUB, Command, Script, TooComplex, Word, parse
+from hermes.tools.terminal.proof import prove
+from hermes.tools.terminal.shellparse import (
+    MAX_DEPTH,
+    SUB,
+    Command,
+    Script,
+    Token,
+    TooComplex,
+    Word,
+    lex,
+    parse,
+    parse_tokens,
+)
 
-__all__ = ["PATTERNS", "Verdict", "classify", "classify_input", "findings", "stdin_kind"]
+__all__ = ["PATTERNS", "UNPROVEN_ID", "Verdict", "classify", "classify_input", "findings", "stdin_kind"]
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\+?=")
 _VAR_LIMIT = 256  # longer variable values are not tracked (keeps expansion linear)
 _NOT_COMMANDS = frozenset({"for", "case", "select", "function", "in", "esac", "done", "fi", "[[", "]]"})
 _ASSIGNING_BUILTINS = frozenset({"export", "declare", "local", "readonly", "typeset"})
 _GUESSABLE = frozenset({"echo", "printf", "which", "command", "type", "whereis", "realpath", "readlink"})
-_LEVEL_RANK = {"floor": 2, "dangerous": 1, "safe": 0}
+_LEVEL_RANK = {"floor": 3, "dangerous": 2, "unproven": 1, "safe": 0}
+UNPROVEN_ID = "unproven"
 
 
 @dataclass(frozen=True)
@@ -273,12 +291,34 @@ def _analyze(command: str, cwd: str | None = None) -> Analyzer:
     return analyzer
 
 
-def findings(command: str, cwd: str | None = None) -> list[Verdict]:
-    """Every dangerous or floor pattern found in ``command``, in the order met.
+def _unproven(reasons: list[tuple[str, str]]) -> list[Verdict]:
+    return [Verdict("unproven", f"needs approval: {why}", UNPROVEN_ID, segment) for why, segment in reasons]
+
+
+def findings(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = ()) -> list[Verdict]:
+    """Every floor or dangerous pattern found in ``command``, in the order met, then one ``unproven``
+    verdict for each simple command that could not be proven safe.
 
     ``cwd`` is the directory the command will run in, if known: relative paths are judged against it
-    (``rm -rf *`` in ``/`` or in the home directory is on the floor)."""
-    return _analyze(command, cwd).found
+    (``rm -rf *`` in ``/`` or in the home directory is on the floor), and it is the workspace that
+    proven-safe commands may write in (unknown: no write is proven). ``safe_programs`` are command
+    prefixes the person declared to have known effects (``approvals.safe_programs``)."""
+    with _no_gc():
+        try:
+            toks: list[Token] | None = lex(command)
+        except (TooComplex, RecursionError):
+            toks = None
+        reasons = prove(command, cwd, safe_programs, toks)
+        if not reasons:
+            # proven: only allowlisted forms writing inside the workspace, which no dangerous pattern
+            # names (the proof is stricter than the patterns), so the pattern search is skipped
+            return []
+        analyzer = Analyzer(cwd)
+        if toks is None:
+            analyzer.text(command, 0)
+        else:
+            analyzer.script(parse_tokens(toks, command), 0)
+    return analyzer.found + _unproven(reasons)
 
 
 def _most_severe(found: list[Verdict]) -> Verdict:
@@ -289,9 +329,9 @@ def _most_severe(found: list[Verdict]) -> Verdict:
     return best
 
 
-def classify(command: str, cwd: str | None = None) -> Verdict:
-    """The most severe finding in ``command`` (floor before dangerous), or a ``safe`` verdict."""
-    return _most_severe(findings(command, cwd))
+def classify(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = ()) -> Verdict:
+    """The most severe finding in ``command`` (floor, dangerous, unproven), or a ``safe`` verdict."""
+    return _most_severe(findings(command, cwd, safe_programs))
 
 
 def stdin_kind(command: str) -> str | None:
@@ -300,9 +340,17 @@ def stdin_kind(command: str) -> str | None:
     return _analyze(command).top_reads
 
 
-def classify_input(kind: str, text: str, cwd: str | None = None) -> list[Verdict]:
-    """Findings in ``text`` written to the stdin of a program that reads it as ``kind``."""
+def classify_input(kind: str, text: str, cwd: str | None = None,
+                   safe_programs: tuple[str, ...] = ()) -> list[Verdict]:
+    """Findings in ``text`` written to the stdin of a program that reads it as ``kind``: for a shell,
+    the same proof as a command; program text for an interpreter is never proven."""
     analyzer = Analyzer(cwd)
     with _no_gc():
         analyzer.feed(kind, text, 0, "stdin")
-    return analyzer.found
+    found = analyzer.found
+    if kind == "shell":
+        found = found + _unproven(prove(text, cwd, safe_programs))
+    elif kind == "code":
+        found = found + _unproven([("input to an interpreter is program code whose effects are not known",
+                                    text[:200])])
+    return found

@@ -1,4 +1,4 @@
-"""The approval flow of the terminal tool: what happens to a command the detector flags.
+"""The approval flow of the terminal tool: what happens to a command the classifier flags.
 
 * ``floor`` findings are refused with :class:`~hermes.errors.ApprovalDenied`, always — in yolo mode
   too, and whatever ``approvals.allow`` lists.
@@ -9,8 +9,16 @@
   without one (one-shot, cron, kanban), with ``approvals.mode: deny`` or outside any session they are
   refused with a message saying how to allow them. Cron sessions follow ``approvals.cron_mode``
   (``deny`` by default, or ``yolo``) instead of ``approvals.mode``.
+* ``unproven`` findings (commands the classifier could not prove safe) run unasked when the command
+  runs inside an OS sandbox (``sandboxed=True``); outside one they go through the same flow as
+  ``dangerous`` findings. They are allowed by a command prefix in ``approvals.allow`` (or the id
+  ``unproven``, which allows them all), by a matching ``approvals.safe_programs`` entry (which makes
+  them proven in the first place), by the person's approval of that simple command, or when the same
+  simple command is covered by an allowed ``dangerous`` finding (``approvals.allow: [git_force_push]``
+  runs ``git push --force`` without a second question).
 
-"always" approvals are appended to ``approvals.allow`` in config.yaml (comments and order kept).
+"always" approvals are appended to ``approvals.allow`` in config.yaml (comments and order kept): the
+pattern id of a dangerous finding, the simple command itself (as a prefix) of an unproven one.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from hermes.config.yamlfile import ConfigFile
 from hermes.errors import ApprovalDenied, ConfigError
 from hermes.tools.context import SessionView, session_of
 from hermes.tools.requests import APPROVAL_CHOICES, Request, normalise_answer
-from hermes.tools.terminal.approval import Verdict, findings
+from hermes.tools.terminal.approval import UNPROVEN_ID, Verdict, findings
 from hermes.tools.terminal.patterns import FLOOR_IDS, PATTERNS
 from hermes.tools.toolsets import Surface
 
@@ -102,13 +110,30 @@ def _prefix_allows(entry: str, segment: str) -> bool:
     return len(segment) == len(prefix) or segment[len(prefix)] == " " or prefix.endswith(("/", "="))
 
 
+def approval_key(verdict: Verdict) -> str:
+    """What a ``session`` approval remembers: the pattern id, or for an unproven command the command."""
+    return f"{UNPROVEN_ID}:{verdict.segment}" if verdict.level == "unproven" else verdict.pattern_id
+
+
 def is_allowed(verdict: Verdict, allow: list[str], session_ids: set[str]) -> bool:
-    """Whether a dangerous finding is covered by the allow-list or by this session's approvals."""
-    if verdict.level != "dangerous":
+    """Whether a dangerous or unproven finding is covered by the allow-list or this session's approvals."""
+    if verdict.level not in ("dangerous", "unproven"):
         return False
-    if verdict.pattern_id in session_ids or verdict.pattern_id in allow:
+    if approval_key(verdict) in session_ids or verdict.pattern_id in allow:
         return True
-    return any(entry not in PATTERNS and _prefix_allows(entry, verdict.segment) for entry in allow)
+    return any(entry not in PATTERNS and entry != UNPROVEN_ID and _prefix_allows(entry, verdict.segment)
+               for entry in allow)
+
+
+def _covered(verdict: Verdict, dangerous: list[Verdict]) -> bool:
+    """An unproven simple command that a dangerous finding already speaks for."""
+    seg = verdict.segment
+    return any(d.segment and (seg == d.segment or seg.endswith(" " + d.segment)) for d in dangerous)
+
+
+def safe_programs(kw: dict[str, Any]) -> tuple[str, ...]:
+    """``approvals.safe_programs``: command prefixes the person declared to have known effects."""
+    return tuple(string_list(config_for(session_of(kw)).get("approvals.safe_programs")))
 
 
 def _session_ids(session: SessionView | None) -> set[str]:
@@ -152,7 +177,12 @@ def _floor_message(v: Verdict) -> str:
 
 def _no_person_message(pending: list[Verdict], why: str, session: SessionView | None) -> str:
     first = pending[0]
-    ids = sorted({v.pattern_id for v in pending})
+    if all(v.level == "unproven" for v in pending):
+        return (f"command not run: {first.reason} (in: {first.segment or 'the command'}). {why} Use a command "
+                "that can be proven safe, or, to allow it, add a command prefix such as "
+                f"'{' '.join(first.segment.split()[:2])}' to approvals.allow or approvals.safe_programs in "
+                f"{config_path(session)}, run it inside a sandbox, or set approvals.mode: yolo.")
+    ids = sorted({v.pattern_id for v in pending if v.level == "dangerous"})
     listed = ", ".join(ids)
     return (f"dangerous command not run: {first.reason} (pattern '{first.pattern_id}': {first.segment}). {why} "
             f"To allow it, add the pattern id ({listed}) or a command prefix such as "
@@ -160,19 +190,25 @@ def _no_person_message(pending: list[Verdict], why: str, session: SessionView | 
             f"(e.g. hermes config set approvals.allow '[{listed}]'), or set approvals.mode: yolo.")
 
 
-def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str = "command") -> None:
-    """Raise :class:`ApprovalDenied` unless ``command`` (with findings ``found``) may run now."""
+def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str = "command",
+          sandboxed: bool = False) -> None:
+    """Raise :class:`ApprovalDenied` unless ``command`` (with findings ``found``) may run now.
+
+    ``sandboxed``: the command runs inside an OS sandbox, so ``unproven`` findings need no approval."""
     for verdict in found:
         if verdict.level == "floor" or verdict.pattern_id in FLOOR_IDS:
             raise ApprovalDenied(_floor_message(verdict))
     dangerous = [v for v in found if v.level == "dangerous"]
-    if not dangerous:
+    unproven = [] if sandboxed else [v for v in found if v.level == "unproven"]
+    if not dangerous and not unproven:
         return
     session = session_of(kw)
     config = config_for(session)
     allow = string_list(config.get("approvals.allow"))
     session_ids = _session_ids(session)
+    # an unproven simple command that is also a dangerous finding is decided by that finding alone
     pending = [v for v in dangerous if not is_allowed(v, allow, session_ids)]
+    pending += [v for v in unproven if not is_allowed(v, allow, session_ids) and not _covered(v, dangerous)]
     if not pending:
         return
     surface = session.surface if session is not None else None
@@ -187,7 +223,7 @@ def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str =
         else:
             why = f"Nobody can approve commands on the {session.surface.value} surface."
         raise ApprovalDenied(_no_person_message(pending, why, session))
-    ids = list(dict.fromkeys(v.pattern_id for v in pending))
+    ids = list(dict.fromkeys(approval_key(v) for v in pending))
     choice = normalise_answer(session.sink.ask(ApprovalRequest.for_command(command, pending)))
     if choice == "once":
         return
@@ -196,10 +232,12 @@ def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str =
         return
     if choice == "always":
         session_ids.update(ids)
+        entries = list(dict.fromkeys(v.segment if v.level == "unproven" else v.pattern_id for v in pending))
+        entries = [e for e in entries if e]
         try:
-            remember_always(session, ids)
+            remember_always(session, entries)
         except (ConfigError, OSError) as exc:  # approved all the same; it just will not be remembered
-            logger.warning("could not add %s to approvals.allow: %s", ", ".join(ids), exc)
+            logger.warning("could not add %s to approvals.allow: %s", ", ".join(entries), exc)
         return
     if choice is None:
         raise ApprovalDenied(f"nobody answered the approval request for this {what} ({pending[0].reason}); "
@@ -208,7 +246,8 @@ def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str =
                          "it in another form; ask the person what they want instead.")
 
 
-def authorize(command: str, kw: dict[str, Any], cwd: str | None = None) -> None:
-    """Classify ``command`` (to be run in ``cwd``) and run the approval flow; raises
-    :class:`ApprovalDenied` when it is refused."""
-    check(command, findings(command, cwd), kw)
+def authorize(command: str, kw: dict[str, Any], cwd: str | None = None, sandboxed: bool = False) -> None:
+    """Classify ``command`` (to be run in ``cwd``, the workspace) and run the approval flow; raises
+    :class:`ApprovalDenied` when it is refused. ``sandboxed``: it runs inside an OS sandbox, where
+    commands that are merely unproven need no approval."""
+    check(command, findings(command, cwd, safe_programs(kw)), kw, sandboxed=sandboxed)

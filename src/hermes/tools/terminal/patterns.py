@@ -12,7 +12,7 @@ import posixpath
 import re
 from typing import Literal
 
-Level = Literal["floor", "dangerous", "safe"]
+Level = Literal["floor", "dangerous", "unproven", "safe"]
 
 PATTERNS: dict[str, tuple[Level, str]] = {
     # -- the hard floor: refused even in yolo mode -------------------------------------------------

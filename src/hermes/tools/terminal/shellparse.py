@@ -91,6 +91,7 @@ class _Lexer:
         self.quoted = False
         self.dynamic = False
         self.glob = False
+        self.brace = False
         self.subs: list[Script] = _NO_SUBS
         self.pending: list[tuple[str, bool, Op]] = []
         self.expect_delim: Op | None = None
@@ -101,14 +102,14 @@ class _Lexer:
             return
         parts = self.parts
         word = Word(parts[0] if len(parts) == 1 else "".join(parts), self.quoted, self.dynamic, self.glob,
-                    self.subs)
+                    self.subs, self.brace)
         self.toks.append(word)
         if self.expect_delim is not None:
             op = self.expect_delim
             self.pending.append((word.text, op.op == "<<-", op))
             self.expect_delim = None
         self.parts = []
-        self.in_word = self.quoted = self.dynamic = self.glob = False
+        self.in_word = self.quoted = self.dynamic = self.glob = self.brace = False
         self.subs = _NO_SUBS
 
     def add_sub(self, script: Script) -> None:
@@ -167,6 +168,8 @@ class _Lexer:
                 self.in_word = True
                 if "*" in chunk or "?" in chunk or "[" in chunk:
                     self.glob = True
+                if "{" in chunk:
+                    self.brace = True
                 i += len(chunk)
             elif kind == 1:  # blank
                 if self.in_word:
@@ -211,6 +214,10 @@ class _Lexer:
                 m = plain(s, i)
                 chunk = m.group(0) if m else c
                 self.parts.append(chunk)
+                if "*" in chunk or "?" in chunk or "[" in chunk:
+                    self.glob = True
+                if "{" in chunk:
+                    self.brace = True
                 i += len(chunk)
             elif c == "\\":
                 if i + 1 < n and s[i + 1] == "\n":

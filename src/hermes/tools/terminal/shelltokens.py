@@ -49,14 +49,18 @@ def decode_escapes(text: str) -> str:
 class Word:
     """One shell word after quote removal."""
 
-    __slots__ = ("dynamic", "glob", "quoted", "subs", "text")
+    __slots__ = ("brace", "dynamic", "glob", "quoted", "subs", "text")
 
-    def __init__(self, text: str, quoted: bool, dynamic: bool, glob: bool, subs: list[Script]) -> None:
+    def __init__(self, text: str, quoted: bool, dynamic: bool, glob: bool, subs: list[Script],
+                 brace: bool = False) -> None:
         self.text = text
         self.quoted = quoted
         self.dynamic = dynamic
         self.glob = glob
         self.subs = subs
+        #: an unquoted ``{`` appeared in a word that also has quoted parts (set by the slow path only;
+        #: for an unquoted word the text itself tells)
+        self.brace = brace
 
     def __repr__(self) -> str:
         return f"Word({self.text!r})"

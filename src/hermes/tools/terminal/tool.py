@@ -199,7 +199,7 @@ def process_manage(args: dict[str, Any], **kw: Any) -> str:
         data = str(data or "")
         kind = stdin_kind(record.command)
         if kind is not None and data.strip():
-            gate.check(data, classify_input(kind, data, record.cwd), kw, what="input")
+            gate.check(data, classify_input(kind, data, record.cwd, gate.safe_programs(kw)), kw, what="input")
         sent = record.write(data, eof)
         return json.dumps({"process_id": record.id, "written_bytes": sent, "stdin_closed": eof})
     if action == "wait":
