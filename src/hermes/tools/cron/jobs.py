@@ -11,7 +11,8 @@ import re
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from hermes.errors import ConfigError, ToolArgumentError
+from hermes.config.schema import SCHEMA
+from hermes.errors import ToolArgumentError
 from hermes.tools.cron import MAX_GRACE_SECONDS, MAX_PROMPT, MAX_SKILLS, MAX_TOOLSETS
 from hermes.tools.cron.schedule import Schedule, ScheduleError, parse_schedule
 
@@ -23,19 +24,15 @@ if TYPE_CHECKING:
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-DEFAULT_GRACE_SECONDS = 3600
+DEFAULT_GRACE_SECONDS: int = SCHEMA.key("cron.grace_seconds").default
 PREVIEW_CHARS = 300
 
 
 def default_grace(settings: Settings | None) -> int:
     """``cron.grace_seconds`` from config.yaml (3600 when unset)."""
-    value = settings.get("cron.grace_seconds") if settings is not None else None
-    if value is None:
+    if settings is None:
         return DEFAULT_GRACE_SECONDS
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_GRACE_SECONDS:
-        raise ConfigError(f"cron.grace_seconds must be a whole number of seconds (0-{MAX_GRACE_SECONDS}), "
-                          f"got {value!r}")
-    return value
+    return int(SCHEMA.read(settings, "cron.grace_seconds"))
 
 
 def check_name(value: Any, field: str = "name") -> str:
