@@ -5,6 +5,7 @@ Every error the program raises on purpose derives from :class:`HermesError`::
     HermesError
     ├── ConfigError                 bad or missing configuration (names the key)
     │   └── ModelNotConfigured      no model endpoint to talk to
+    ├── UsageError                  command-line flags that do not fit together (exit 2, like argparse)
     ├── SelectionError              a tool category routed to a backend that cannot run (GW-3 wording)
     ├── GatewayError                the Tool Gateway refused or failed (entitlement, expiry, HTTP)
     ├── FetchError                  a URL could not or must not be fetched (SSRF refusal, size, time)
@@ -36,6 +37,10 @@ class ConfigError(HermesError):
 
 class ModelNotConfigured(ConfigError):
     """No model endpoint is configured."""
+
+
+class UsageError(HermesError):
+    """Command-line arguments that argparse accepted but that do not make sense together."""
 
 
 class SelectionError(HermesError):

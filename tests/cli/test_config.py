@@ -73,12 +73,12 @@ def test_set_keeps_end_of_line_comment(home: Path) -> None:
 
 def test_set_parses_yaml_scalars(home: Path) -> None:
     assert hermes(home, "config", "set", "agent.max_parallel_tools", "3").returncode == 0
-    assert hermes(home, "config", "set", "display.compact", "true").returncode == 0
+    assert hermes(home, "config", "set", "plugins.weather.compact", "true").returncode == 0
     assert hermes(home, "config", "set", "toolsets", "[web, file]").returncode == 0
     assert hermes(home, "config", "set", "model.name", '"7"').returncode == 0
     data = load(home / "config.yaml")
     assert data["agent"] == {"max_iterations": 30, "disabled_toolsets": ["catalog"], "max_parallel_tools": 3}
-    assert data["display"] == {"compact": True}
+    assert data["plugins"] == {"weather": {"compact": True}}
     assert data["toolsets"] == ["web", "file"]
     assert data["model"]["name"] == "7"  # type: ignore[index]
     text = (home / "config.yaml").read_text(encoding="utf-8")
@@ -114,9 +114,9 @@ def test_set_refuses_secrets_and_names_set_env(home: Path) -> None:
 
 def test_set_refuses_invalid_values(home: Path) -> None:
     proc = hermes(home, "config", "set", "model.provider", "nosuch")
-    assert proc.returncode == 1 and "unknown model.provider 'nosuch'" in proc.stderr
+    assert proc.returncode == 1 and "model.provider in config.yaml must be one of: openrouter" in proc.stderr
     proc = hermes(home, "config", "set", "agent.max_iterations", "many")
-    assert proc.returncode == 1 and "agent.max_iterations must be an integer" in proc.stderr
+    assert proc.returncode == 1 and "agent.max_iterations in config.yaml must be a whole number" in proc.stderr
     assert (home / "config.yaml").read_text(encoding="utf-8") == CONFIG
 
 

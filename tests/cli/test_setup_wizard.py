@@ -198,10 +198,11 @@ def test_keys_section_asks_only_for_registered_tools(home: Path, monkeypatch: py
     }
     script = Script("", secrets=("weather-secret-99",))
     result = script.run(sections=["keys"], registry=_weather_registry(), table=table)
-    assert script.secret_prompts == ["  Weather API key: "]
-    assert script.prompts == ["  SearXNG URL (e.g. http://localhost:8888): "]  # not a password: visible
+    assert script.secret_prompts == ["  Weather API key (Enter: skip, -: skip the rest): "]
+    # not a password: visible
+    assert script.prompts == ["  SearXNG URL (e.g. http://localhost:8888) (Enter: skip, -: skip the rest): "]
     assert "  ✓ TAVILY_API_KEY is set (environment)" in script.lines
-    assert "WEATHER_API_KEY — Weather API key for weather lookup" in script.lines
+    assert "WEATHER_API_KEY — Weather API key for weather lookup  [1 of 2]" in script.lines
     assert "  Get one at: https://weatherapi.com/" in script.lines
     assert not any("FAL_KEY" in line for line in script.lines)
     assert "  web_search also needs UNDECLARED_KEY: hermes config set-env UNDECLARED_KEY VALUE" in script.lines

@@ -291,8 +291,8 @@ def test_picker_login_for_one_tool_moves_only_that_tool(home: Path, pipe: PipeIn
         (home / "auth.json").write_text(json.dumps({"version": 1, "providers": {"nous": {
             "access_token": PAID_TOKEN, "refresh_token": "r"}}}), encoding="utf-8")
 
-    # tts (3rd) → Nous Subscription (1st, logs in); then Done (7th)
-    pipe.send_text(DOWN + DOWN + ENTER + ENTER + "7" + ENTER)
+    # tts (3rd) → Nous Subscription (1st, logs in; the cursor starts on local eSpeak, in use now); then Done (7th)
+    pipe.send_text(DOWN + DOWN + ENTER + "1" + ENTER + "7" + ENTER)
     ToolsPicker(Settings.load(HermesPaths(home)), [].append, login=login, after=lambda c: None,
                 input=pipe, output=DummyOutput()).run()
     config = load(home)
@@ -364,7 +364,8 @@ def test_tmux_picker_writes_commented_config(home: Path, tmp_path: Path) -> None
         shown = wait_for("Browser — choose a backend")
         assert "Nous Subscription" in shown and "you will be asked to log in" in shown  # listed while logged out
         assert shown.index("Nous Subscription") < shown.index("Browser Use")
-        keys("Down", "Enter")  # Browser Use (its key is set)
+        assert "(current)" in next(line for line in shown.splitlines() if "Browser Use" in line)  # auto-detected
+        keys("Home", "Down", "Enter")  # Browser Use (its key is set)
         wait_for("Browser → Browser Use")
         wait_for("Tool backends — choose a tool category")
         keys("End", "Enter")  # Done

@@ -189,6 +189,12 @@ class OpenAICompatProvider:
             raise _Transient(f"timeout after {self.settings.timeout:.0f} s", None) from None
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
+            if _is_permanent(cause):  # retrying a URL that cannot work only delays the error
+                raise ModelError(
+                    f"the model base URL {self.settings.base_url!r} cannot be used ({cause}); it must be an "
+                    "http:// or https:// URL with a host, e.g. https://openrouter.ai/api/v1 "
+                    "(model.base_url / --base-url / OPENAI_BASE_URL)"
+                ) from None
             raise _Transient(f"connection failed: {cause}", None) from None
 
     def _whole(self, resp: Any) -> Completion:
@@ -310,6 +316,17 @@ def _error_message(exc: Any) -> str:
         return json.dumps(body) if body else str(exc)
     except TypeError:
         return str(exc)
+
+
+_URL_ERRORS = frozenset({"UnsupportedProtocol", "InvalidURL"})
+
+
+def _is_permanent(cause: BaseException) -> bool:
+    """Whether a connection failure comes from the URL itself (no scheme, an unsupported one, malformed).
+
+    Told by the class names of the HTTP library's errors, as the OpenAI client may bring its own copy of it.
+    """
+    return any(cls.__name__ in _URL_ERRORS for cls in type(cause).__mro__)
 
 
 def _retry_after(exc: Any) -> float | None:

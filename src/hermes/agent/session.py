@@ -129,6 +129,29 @@ def new_agent(
     return agent
 
 
+def check_request(settings: Settings, request: SessionRequest, reg: ToolRegistry = registry) -> None:
+    """Raise what :func:`open_agent` would raise about the request itself (unknown toolsets, a session
+    to resume that does not exist), before anything about the model is said."""
+    resolve_for(settings, request.surface, load_tools(settings, reg))
+    if request.resume or request.continue_last:
+        from hermes.store.sessions import SessionStore
+
+        store = SessionStore(settings.paths.database)
+        resume_id = _resume_id(store, request)
+        if resume_id:
+            store.get_session(resume_id)
+
+
+def _resume_id(store: SessionStore, request: SessionRequest) -> str | None:
+    """The id (or prefix) of the session to resume: ``--resume ID``, or the latest for ``--continue``."""
+    if request.continue_last and not request.resume:
+        latest = store.latest_session()
+        if latest is None:
+            raise SessionNotFound("there is no stored session to continue yet")
+        return latest.id
+    return request.resume
+
+
 def open_agent(
     settings: Settings,
     request: SessionRequest,
@@ -142,12 +165,7 @@ def open_agent(
 
     model = settings.model()  # fail early, before touching the store, when no endpoint is configured
     store = SessionStore(settings.paths.database)
-    resume_id = request.resume
-    if request.continue_last and not resume_id:
-        latest = store.latest_session()
-        if latest is None:
-            raise SessionNotFound("there is no stored session to continue yet")
-        resume_id = latest.id
+    resume_id = _resume_id(store, request)
     if not resume_id:
         return new_agent(settings, request.surface, sink, provider=provider, store=store,
                          title=request.title, reg=reg)

@@ -18,7 +18,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", "-r", metavar="ID", help="continue a stored session (id or unique prefix)")
     parser.add_argument("--continue", "-c", dest="continue_last", action="store_true",
                         help="continue the most recent session")
-    parser.add_argument("--quiet", "-Q", action="store_true", help="one-shot: no tool activity on stderr")
+    parser.add_argument("--quiet", "-Q", action="store_true", default=argparse.SUPPRESS,
+                        help="one-shot: no tool activity on stderr")
     parser.add_argument("--title", help="a title for the new session")
     parser.add_argument("--demo", action="store_true",
                         help="one-shot demo: a question the agent answers by calling a tool (read_file, else "
@@ -27,26 +28,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes.agent.session import SessionRequest, open_agent
+    from hermes.agent.session import SessionRequest, check_request, open_agent
     from hermes.cli.common import export_dotenv, load_settings
     from hermes.tools.toolsets import Surface
 
     settings = load_settings(args)
-    export_dotenv(settings)
-    _model_or_local(settings)
-    demo = bool(getattr(args, "demo", False))
-    prompt = DEMO_PROMPTS["read_file"] if demo else getattr(args, "oneshot", None) or getattr(args, "query", None)
+    prompt = check_arguments(args)
     request = SessionRequest(
         surface=Surface.ONESHOT if prompt is not None else Surface.CLI,
         resume=getattr(args, "resume", None),
         continue_last=bool(getattr(args, "continue_last", False)),
         title=getattr(args, "title", None),
     )
+    export_dotenv(settings)
+    check_request(settings, request)  # argument errors first: the notices below are about a run that happens
+    _model_or_local(settings)
+    demo = bool(getattr(args, "demo", False))
     if prompt is not None:
         from hermes.surfaces.oneshot import oneshot_sink, run_oneshot
 
-        if not prompt.strip():
-            raise SystemExit("hermes: error: the prompt is empty")
         agent = open_agent(settings, request, oneshot_sink(quiet=bool(getattr(args, "quiet", False))))
         if demo:
             prompt = _demo(agent)
@@ -72,6 +72,25 @@ def run(args: argparse.Namespace) -> int:
         return run_interactive(chat, settings.paths.history, banner)
     finally:
         chat.agent.close()
+
+
+def check_arguments(args: argparse.Namespace) -> str | None:
+    """The one-shot prompt (None: interactive), or a UsageError for flags that do not fit together."""
+    from hermes.config.schema import SCHEMA
+    from hermes.errors import UsageError
+
+    oneshot, query = getattr(args, "oneshot", None), getattr(args, "query", None)
+    demo = bool(getattr(args, "demo", False))
+    prompt = DEMO_PROMPTS["read_file"] if demo else oneshot if oneshot is not None else query
+    if prompt is not None and not prompt.strip():
+        raise UsageError("the prompt is empty")
+    if prompt is None and getattr(args, "quiet", False):
+        raise UsageError("-Q/--quiet is for one-shot runs: hermes -z PROMPT -Q or hermes chat -q PROMPT -Q")
+    limit = getattr(args, "max_iterations", None)
+    bounds = SCHEMA.key("agent.max_iterations")
+    if limit is not None and not (bounds.minimum or 0) <= limit <= (bounds.maximum or limit):
+        raise UsageError(f"--max-iterations must be from {bounds.minimum:g} to {bounds.maximum:g}; got {limit}")
+    return prompt
 
 
 DEMO_PROMPTS = {

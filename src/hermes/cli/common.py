@@ -55,7 +55,7 @@ def run_command(module: str, args: argparse.Namespace) -> int:
     """Run one command module, turning hermes errors into a one-line message and exit code 1."""
     import logging
 
-    from hermes.errors import HermesError
+    from hermes.errors import HermesError, UsageError
 
     logging.basicConfig(
         level=logging.DEBUG if getattr(args, "verbose", False) else logging.WARNING,
@@ -67,7 +67,7 @@ def run_command(module: str, args: argparse.Namespace) -> int:
         return code
     except HermesError as exc:
         eprint(f"hermes: error: {exc}")
-        return 1
+        return 2 if isinstance(exc, UsageError) else 1
     except KeyboardInterrupt:
         eprint("\nhermes: interrupted")
         return 130

@@ -182,6 +182,9 @@ def _set(paths: HermesPaths, args: argparse.Namespace) -> int:
             f"{settings.paths.env} instead: hermes config set-env {name} VALUE"
             + (" (model.api_key_env names the variable to read)" if key == "model.api_key" else "")
         )
+    from hermes.config.schema import SCHEMA
+
+    SCHEMA.check_assignment(key, _plain(value))
     settings.config.set(key, value)
     _validate(settings)
     settings.config.save()
@@ -197,7 +200,7 @@ _KINDS = {
 
 
 def _validate(settings: Settings) -> None:
-    """Refuse to save a change the typed views would reject (e.g. an unknown provider)."""
+    """Refuse to save a change the typed views would reject as a whole (e.g. a provider without a URL)."""
     import contextlib
 
     from hermes.errors import ModelNotConfigured

@@ -38,7 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="cron_command", metavar="ACTION", required=True)
     sp = sub.add_parser("list", help="list jobs with their next and last runs")
     sp.add_argument("--json", action="store_true", help="print JSON")
-    _job_fields(sub.add_parser("add", help="add a job"), create=True)
+    sp = sub.add_parser("add", help="add a job (refused when no model endpoint would run it)")
+    _job_fields(sp, create=True)
+    sp.add_argument("--no-endpoint-check", action="store_true",
+                    help="add it even though no model endpoint is configured (the scheduler will get one "
+                         "from its --base-url/--model flags)")
     sp = sub.add_parser("update", help="change a job's fields")
     sp.add_argument("job", help="job name or id")
     _job_fields(sp, create=False)
@@ -216,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
     from datetime import datetime
 
     from hermes.cli.common import eprint, export_dotenv, load_settings
+    from hermes.errors import UsageError
     from hermes.store.cron import CronStore
     from hermes.tools.cron import jobs
 
@@ -228,7 +233,16 @@ def run(args: argparse.Namespace) -> int:
         if command == "runs":
             return _runs(store, args)
         if command == "add":
+            problem = jobs.endpoint_problem(settings)
+            if problem and not args.no_endpoint_check:
+                raise UsageError(
+                    f"the job was not added: {problem} Configure one first ('hermes setup'), or add the job "
+                    "with --no-endpoint-check when the scheduler gets one on its command line "
+                    "('hermes cron run --base-url URL --model NAME')."
+                )
             job = jobs.create_job(store, now=now, **_changes(args))
+            if problem:
+                eprint(f"warning: {problem} Runs fail unless the scheduler is given an endpoint.")
             print(f"added {job.name} ({job.schedule}); first run at {jobs.fmt_time(job.next_run_at)}")
             for skill in jobs.missing_skills(job, settings.paths.home):
                 eprint(f"warning: skill {skill!r} is not installed yet; runs fail until it is")

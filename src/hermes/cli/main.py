@@ -73,6 +73,8 @@ def build_parser(only: str | None = "*", *, others: bool = True) -> argparse.Arg
         "-z", dest="oneshot", metavar="PROMPT",
         help="one-shot: answer PROMPT non-interactively and print the final answer",
     )
+    parser.add_argument("--quiet", "-Q", action="store_true", default=argparse.SUPPRESS,
+                        help="with -z: no tool activity on stderr (as 'hermes chat -q PROMPT -Q')")
     add_model_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in COMMANDS:

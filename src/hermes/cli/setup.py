@@ -26,6 +26,8 @@ Out = Callable[[str], None]
 Probe = Callable[[str, str | None, str], tuple[bool, str]]
 
 SECTIONS = ("model", "keys")
+#: the answer to an optional-key question that skips it and every one after it
+SKIP_REST = "-"
 _TRIES = 3
 
 
@@ -294,20 +296,29 @@ def _keys_section(
     names = set(registry.names())
     wanted = for_tools(names, table)
     out("")
-    out("Optional API keys for tools — press Enter to skip any of them.")
+    out(f"Optional API keys for tools — press Enter to skip one, or type {SKIP_REST} to skip all the rest.")
     if not wanted:
         out("  None of the registered tools needs one.")
+    pending = []
     for var in wanted:
         if settings.env.get(var.name) or var.name in result.env_saved:
             source = settings.env.source(var.name) or ".env"
             out(f"  ✓ {var.name} is set ({source})")
-            continue
+        else:
+            pending.append(var)
+    for number, var in enumerate(pending, 1):
         out("")
-        out(f"{var.name} — {var.description}")
+        out(f"{var.name} — {var.description}  [{number} of {len(pending)}]")
         if var.url:
             out(f"  Get one at: {var.url}")
         out(f"  Used by: {', '.join(t for t in var.tools if t in names)}")
-        answer = (ask_secret if var.password else ask)(f"  {var.prompt}: ").strip()
+        answer = (ask_secret if var.password else ask)(f"  {var.prompt} (Enter: skip, {SKIP_REST}: skip the rest): ")
+        answer = answer.strip()
+        if answer == SKIP_REST:
+            rest = [v.name for v in pending[number - 1:]]
+            result.skipped.extend(rest)
+            out(f"  Skipped the remaining {len(rest)} optional key{'s' if len(rest) != 1 else ''}.")
+            break
         if answer:
             set_dotenv_value(settings.paths.env, var.name, answer)
             result.env_saved.append(var.name)

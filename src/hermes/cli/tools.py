@@ -320,8 +320,10 @@ def _set(args: argparse.Namespace) -> int:
     return 0
 
 
-def report_change(change: SelectionChange, out: Callable[[str], None]) -> None:
-    """What was written, and the route the category now takes (the answer the tools act on)."""
+def report_change(change: SelectionChange, out: Callable[[str], None], *, whole_category: bool = True) -> None:
+    """What was written, and the route the category now takes (the answer the tools act on); without
+    ``whole_category`` only the route of the target itself (the picker's "route separately" steps, where
+    the other web function is chosen next)."""
     from hermes.cli.portal import gateway_report
     from hermes.config.settings import Settings
 
@@ -332,7 +334,8 @@ def report_change(change: SelectionChange, out: Callable[[str], None]) -> None:
     else:
         out(f"{target.key} was already {change.value}.")
     report = gateway_report(Settings.load())
-    for label, route in report.rows():
+    rows = report.rows() if whole_category else [(target.display, report.routes[target.name])]
+    for label, route in rows:
         if route.name == target.name or route.name.split(".")[0] == target.category.name:
             out(f"  {label:<18}{route.mark} {route.message}")
             if route.error:
@@ -362,7 +365,10 @@ def run_picker(settings: Settings, out: Callable[[str], None], *, input: Input |
     def login(current: Settings) -> None:
         run_login(current, out)
 
-    ToolsPicker(settings, out, login=login, after=lambda change: report_change(change, out),
+    def after(change: SelectionChange) -> None:
+        report_change(change, out, whole_category=change.target.function is None)
+
+    ToolsPicker(settings, out, login=login, after=after,
                 input=input, output=output).run()
 
 

@@ -184,6 +184,13 @@ def declare_from_loaded_plugins(prefix: str = "hermes_plugins.") -> list[str]:
     return merged
 
 
+def is_secret_variable(name: str) -> bool:
+    """Whether ``name`` holds a secret to type hidden: as its entry declares (``SEARXNG_URL`` is a plain
+    setting); a name nobody declared counts as a secret."""
+    var = OPTIONAL_ENV_VARS.get(name)
+    return var.password if var is not None else True
+
+
 def for_tools(
     tools: Iterable[str], table: Mapping[str, OptionalEnvVar] | None = None
 ) -> list[OptionalEnvVar]:

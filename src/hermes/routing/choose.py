@@ -234,13 +234,17 @@ def vendor_note(vendor: Vendor, env: Mapping[str, str]) -> str:
 
 
 def choices_for(target: Target, config: Mapping[str, Any], env: Mapping[str, str], *, logged_in: bool,
-                covered: bool | None = None) -> list[Choice]:
-    """"Nous Subscription" first, then every vendor of the target — whatever is logged in or set."""
+                covered: bool | None = None, in_use: str | None = None) -> list[Choice]:
+    """"Nous Subscription" first, then every vendor of the target — whatever is logged in or set.
+
+    The row marked current is the saved selection of the target, else ``in_use``: the backend its route
+    takes now (auto-detected, or inherited from ``web.backend`` for one web function)."""
     section = _section(config, target.category.name)
     raw = section.get(target.key.split(".", 1)[1])
     saved = ALIASES.get(raw.strip().lower(), raw.strip().lower()) if isinstance(raw, str) else None
     if target.function is None and _legacy_routes_backend(target.category, section):
         saved = GATEWAY_VALUE  # legacy use_gateway beside a relayed vendor routes to the gateway: mark that row
+    saved = saved or in_use
     if not logged_in:
         gateway_note = "managed by Nous; you will be asked to log in to Nous Portal"
     elif covered is False:

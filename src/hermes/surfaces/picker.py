@@ -1,8 +1,10 @@
 """Arrow-key pickers for the terminal: one choice from a list, or a checklist (prompt_toolkit, inline).
 
 * :func:`select` — ↑/↓ (or k/j, Home/End, a digit) move, Enter chooses, Esc / q / Ctrl-C go back (None);
+  Ctrl-D (end of input) goes back too, or with ``quit_on_eof`` raises EOFError so a flow can end at once;
 * :func:`checklist` — the same keys, Space ticks or unticks, Enter confirms the ticked set;
-* :func:`ask_text` — one line of text, masked for secrets; None on Esc, Ctrl-C or end of input.
+* :func:`ask_text` — one line of text, masked for secrets; None on Esc, Ctrl-C or end of input (or
+  EOFError with ``quit_on_eof``).
 
 They draw below the cursor (no full screen), so they work in a plain terminal, over ssh and in tmux, and
 erase themselves when done; the caller prints what was chosen. Each takes an optional prompt_toolkit
@@ -12,13 +14,13 @@ erase themselves when done; the caller prints what was chosen. Each takes an opt
 backends — "Nous Subscription" first and every vendor, listed whether logged in or not — and for web
 also "Route search and extract separately". Choosing the subscription while logged out runs the
 ``login`` callback first (and changes nothing when it fails); choosing a vendor whose key is missing asks
-for it (saved in ``.env``). Only the chosen category's selection key is written
-(:func:`hermes.routing.choose.apply_selection`).
+for it (saved in ``.env``; secrets masked, plain settings such as ``SEARXNG_URL`` shown). Only the chosen
+category's selection key is written (:func:`hermes.routing.choose.apply_selection`). The row of the
+backend in use is marked ``(current)``. Ctrl-D anywhere leaves the whole picker and says what was kept.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +37,7 @@ from prompt_toolkit.styles import Style
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
     from hermes.routing.choose import SelectionChange, Target
+    from hermes.routing.report import GatewayReport
 
 SELECT_HINT = "↑↓ move · Enter choose · Esc back"
 CHECK_HINT = "↑↓ move · Space tick/untick · Enter confirm · Esc cancel"
@@ -65,6 +68,7 @@ class _Menu:
         self.checked = {i for i in checked if 0 <= i < len(options)}
         self.hint = hint
         self.result: int | set[int] | None = None
+        self.ended = False  # Ctrl-D or the end of the input
         self.width = max(len(o.label) for o in options)
         self.app: Application[None] = Application(
             layout=Layout(Window(FormattedTextControl(self.render, focusable=True, show_cursor=False),
@@ -141,19 +145,28 @@ class _Menu:
         def _cancel(event: KeyPressEvent) -> None:
             self.done(None)
 
+        @key("c-d")
+        def _leave(event: KeyPressEvent) -> None:
+            self.ended = True
+            self.done(None)
+
         return kb
 
-    def run(self) -> int | set[int] | None:
-        with contextlib.suppress(EOFError):
+    def run(self, quit_on_eof: bool = False) -> int | set[int] | None:
+        try:
             self.app.run()
+        except EOFError:
+            self.ended = True
+        if self.ended and quit_on_eof:
+            raise EOFError("the picker was left with Ctrl-D")
         return self.result
 
 
 def select(title: str, options: Sequence[Option], *, default: int = 0, hint: str = SELECT_HINT,
-           input: Input | None = None, output: Output | None = None) -> int | None:
-    """The index chosen, or None when the person went back."""
+           input: Input | None = None, output: Output | None = None, quit_on_eof: bool = False) -> int | None:
+    """The index chosen, or None when the person went back (EOFError on Ctrl-D with ``quit_on_eof``)."""
     result = _Menu(title, options, default=default, multi=False, checked=(), hint=hint,
-                   input=input, output=output).run()
+                   input=input, output=output).run(quit_on_eof)
     return result if isinstance(result, int) else None
 
 
@@ -165,9 +178,10 @@ def checklist(title: str, options: Sequence[Option], checked: Iterable[int], *, 
     return result if isinstance(result, set) else None
 
 
-def ask_text(message: str, *, secret: bool = False, default: str = "",
-             input: Input | None = None, output: Output | None = None) -> str | None:
-    """One line of text (masked when ``secret``); None on Esc, Ctrl-C or end of input."""
+def ask_text(message: str, *, secret: bool = False, default: str = "", input: Input | None = None,
+             output: Output | None = None, quit_on_eof: bool = False) -> str | None:
+    """One line of text (masked when ``secret``); None on Esc, Ctrl-C or end of input (EOFError with
+    ``quit_on_eof``)."""
     from prompt_toolkit import PromptSession
 
     kb = KeyBindings()
@@ -180,7 +194,11 @@ def ask_text(message: str, *, secret: bool = False, default: str = "",
     session.app.ttimeoutlen = ESC_WAIT
     try:
         return session.prompt(message, is_password=secret, default=default)
-    except (KeyboardInterrupt, EOFError):
+    except KeyboardInterrupt:
+        return None
+    except EOFError:
+        if quit_on_eof:
+            raise
         return None
 
 
@@ -197,11 +215,23 @@ class ToolsPicker:
         self.after = after
         self.input = input
         self.output = output
+        self.changed: list[str] = []  # what was written, for the goodbye line
 
     def reload(self) -> None:
         self.settings = type(self.settings).load(self.settings.paths)
 
     def run(self) -> None:
+
+        try:
+            self._categories()
+        except EOFError:
+            if self.changed:
+                self.out(f"Left the tools picker (Ctrl-D). Saved before that: {', '.join(self.changed)}; "
+                         "nothing else was changed.")
+            else:
+                self.out("Left the tools picker (Ctrl-D); nothing was changed.")
+
+    def _categories(self) -> None:
         from hermes.routing.categories import CATEGORIES
         from hermes.routing.choose import Target
         from hermes.routing.report import load_report
@@ -217,7 +247,7 @@ class ToolsPicker:
                 options.append(Option(CATEGORIES[name].display, "; ".join(f"{r.mark} {r.message}" for r in rows)))
             options.append(Option("Done"))
             index = select("Tool backends — choose a tool category", options, default=position,
-                           input=self.input, output=self.output)
+                           input=self.input, output=self.output, quit_on_eof=True)
             if index is None or index == len(names):
                 return
             position = index
@@ -238,14 +268,15 @@ class ToolsPicker:
         covered = None
         if logged_in and report.auth.plan is not None:
             covered = load_credentials(s.paths.auth, env).covers(target.category.coverage_key)
-        choices = choices_for(target, s.config.data, env, logged_in=logged_in, covered=covered)
+        choices = choices_for(target, s.config.data, env, logged_in=logged_in, covered=covered,
+                              in_use=_in_use(report, target))
         options = [Option(c.label, c.note, c.current) for c in choices]
         split = target.function is None and len(target.category.functions) > 1
         if split:
             options.append(Option("Route search and extract separately…", "a backend for each function"))
         current = next((i for i, c in enumerate(choices) if c.current), 0)
         index = select(f"{target.display} — choose a backend", options, default=current,
-                       input=self.input, output=self.output)
+                       input=self.input, output=self.output, quit_on_eof=True)
         if index is None:
             return
         if split and index == len(choices):
@@ -267,14 +298,33 @@ class ToolsPicker:
         if vendor is not None:
             self.ask_keys(missing_env(vendor, env))
         self.out(f"{target.display} → {choice.label}")
-        self.after(apply_selection(s.paths.config, target, choice.value))
+        change = apply_selection(s.paths.config, target, choice.value)
+        if change.changed:
+            self.changed.append(f"{target.display} → {choice.label}")
+        self.after(change)
 
     def ask_keys(self, names: list[str]) -> None:
         from hermes.config.dotenv import set_dotenv_value
+        from hermes.config.optional_env import is_secret_variable
 
         for name in names:
-            value = ask_text(f"{name} (saved in .env, input hidden; Enter to skip): ", secret=True,
-                             input=self.input, output=self.output)
+            secret = is_secret_variable(name)
+            how = "input hidden" if secret else "shown as you type"
+            value = ask_text(f"{name} (saved in .env, {how}; Enter to skip): ", secret=secret,
+                             input=self.input, output=self.output, quit_on_eof=True)
             if value and value.strip():
                 set_dotenv_value(self.settings.paths.env, name, value.strip())
                 self.out(f"Saved {name} in {self.settings.paths.env} (mode 0600).")
+                self.changed.append(f"{name} in .env")
+
+
+def _in_use(report: GatewayReport, target: Target) -> str | None:
+    """The selection value of the backend ``target`` uses now (None: none, or web functions that differ)."""
+    from hermes.routing.categories import GATEWAY_VALUE
+
+    category = target.category
+    names = ([target.name] if target.function or len(category.functions) == 1
+             else [f"{category.name}.{f}" for f in category.functions])
+    routes = [r for r in (report.routes.get(n) for n in names) if r is not None and r.route != "none"]
+    values = {GATEWAY_VALUE if r.route == "gateway" else r.vendor for r in routes}
+    return values.pop() if len(values) == 1 else None

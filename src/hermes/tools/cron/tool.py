@@ -129,9 +129,13 @@ def _create(store: CronStore, call: _Call) -> dict[str, Any]:
     job = jobs.create_job(store, now=_now(), **{k: call.get(k) for k in _JOB_FIELDS})
     message = f"Created cron job {job.name!r}; first run at {jobs.fmt_time(job.next_run_at)}."
     result: dict[str, Any] = {"success": True, "job": jobs.job_view(job), "message": message}
-    missing = jobs.missing_skills(job, call.settings.paths.home)
-    if missing:
-        result["warnings"] = [f"skill {s!r} is not installed yet; runs fail until it is" for s in missing]
+    warnings = [f"skill {s!r} is not installed yet; runs fail until it is"
+                for s in jobs.missing_skills(job, call.settings.paths.home)]
+    problem = jobs.endpoint_problem(call.settings)
+    if problem:
+        warnings.append(f"{problem} Every run fails until one is configured ('hermes setup').")
+    if warnings:
+        result["warnings"] = warnings
     return result
 
 

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from hermes.config.atomic import atomic_write
 from hermes.config.paths import HermesPaths
 from hermes.config.reader import truth
-from hermes.errors import ConfigError, ToolError
+from hermes.config.schema import SCHEMA
+from hermes.errors import ToolError
 from hermes.tools.memory import DEFAULT_MEMORY_LIMIT, DEFAULT_USER_LIMIT, TARGETS, Target
 
 if TYPE_CHECKING:
@@ -98,18 +99,9 @@ def render_entries(entries: list[str] | tuple[str, ...]) -> str:
 
 
 def _limit(settings: Settings | None, key: str, default: int) -> int:
-    value = settings.get(key) if settings is not None else None
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ConfigError(f"{key} must be a positive integer, got {value!r}")
-    try:
-        number = int(value)
-    except ValueError:
-        raise ConfigError(f"{key} must be a positive integer, got {value!r}") from None
-    if number < 1:
-        raise ConfigError(f"{key} must be a positive integer, got {value!r}")
-    return number
+    """``key`` as the config schema allows it (a whole number >= 1), else ``default``."""
+    value = SCHEMA.read(settings, key) if settings is not None else None
+    return default if value is None else int(value)
 
 
 def memory_enabled(settings: Settings | None) -> bool:

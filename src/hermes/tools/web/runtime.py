@@ -15,6 +15,7 @@ import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hermes.config.schema import SCHEMA
 from hermes.errors import ConfigError
 from hermes.tools.routed.context import Access, RoutedContext
 
@@ -22,9 +23,9 @@ if TYPE_CHECKING:
     from hermes.net.safefetch import FetchPolicy
     from hermes.vendors.base import Auth
 
-DEFAULT_FETCH_TIMEOUT = 20.0
-DEFAULT_FETCH_MAX_BYTES = 10 * 1024 * 1024
-DEFAULT_EXTRACT_MAX_CHARS = 30_000
+DEFAULT_FETCH_TIMEOUT: float = SCHEMA.key("web.fetch_timeout").default
+DEFAULT_FETCH_MAX_BYTES: int = SCHEMA.key("web.fetch_max_bytes").default
+DEFAULT_EXTRACT_MAX_CHARS: int = SCHEMA.key("web.extract_max_chars").default
 #: a page never gets less than this, however many URLs share the budget
 MIN_PAGE_CHARS = 2_000
 USER_AGENT = "hermes-agent (+web tools)"
@@ -63,15 +64,12 @@ class WebContext(RoutedContext):
         if backend is not None and (not isinstance(backend, str) or not backend.strip()):
             raise ConfigError("web.duckduckgo.backend in config.yaml must be a ddgs backend name such as "
                               "duckduckgo or auto")
-        read = self.read
         return WebLimits(
-            allow_loopback=read.flag("web.allow_loopback", False),
-            allow_private=read.flag("web.allow_private", False),
-            fetch_timeout=read.number("web.fetch_timeout", DEFAULT_FETCH_TIMEOUT, minimum=1, maximum=300),
-            fetch_max_bytes=int(read.number("web.fetch_max_bytes", DEFAULT_FETCH_MAX_BYTES, minimum=65_536,
-                                            maximum=200 * 2**20)),
-            extract_max_chars=int(read.number("web.extract_max_chars", DEFAULT_EXTRACT_MAX_CHARS, minimum=1_000,
-                                              maximum=1_000_000)),
+            allow_loopback=SCHEMA.read(self, "web.allow_loopback"),
+            allow_private=SCHEMA.read(self, "web.allow_private"),
+            fetch_timeout=SCHEMA.read(self, "web.fetch_timeout"),
+            fetch_max_bytes=SCHEMA.read(self, "web.fetch_max_bytes"),
+            extract_max_chars=SCHEMA.read(self, "web.extract_max_chars"),
             ddgs_backend=backend.strip() if isinstance(backend, str) else "duckduckgo",
         )
 
