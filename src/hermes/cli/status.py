@@ -1,5 +1,6 @@
 """``hermes status [--full] [--json]``: the model endpoint and the Tool Gateway routing; ``--full`` adds the
-toolsets of each surface, storage paths and sizes, and the cron scheduler.
+toolsets of each surface with the tools ready here (counted as ``hermes tools list`` counts them, plugins
+included), storage paths and sizes, and the cron scheduler.
 
 Secrets are never shown: the model section names the variable the API key comes from, not the key. The
 gateway section is the same report as ``hermes portal info`` (no network, no refresh). Only argparse is
@@ -74,19 +75,24 @@ def model_status(settings: Settings) -> dict[str, Any]:
 
 
 def toolsets_by_surface(settings: Settings) -> dict[str, Any]:
-    """Per surface: the toolsets and the number of tool names a new session would get (plugins not loaded)."""
+    """Per surface: the toolsets, and the tools a new session would get, as ``hermes tools list`` counts them."""
+    from hermes.cli.tools import load_registry, tool_counts
     from hermes.errors import ConfigError
     from hermes.tools.toolsets import Surface, resolve_toolsets
 
+    reg = load_registry(settings)
     out: dict[str, Any] = {}
     for surface in Surface:
         try:
             resolved = resolve_toolsets(surface, settings.requested_toolsets(),
-                                        disabled=settings.agent().disabled_toolsets)
+                                        disabled=settings.agent().disabled_toolsets, registered=reg.toolsets())
         except ConfigError as exc:
-            out[surface.value] = {"toolsets": [], "tools": 0, "dropped": [], "error": str(exc)}
+            out[surface.value] = {"toolsets": [], "tools": 0, "unavailable": [], "not_built": 0, "dropped": [],
+                                  "error": str(exc)}
             continue
-        out[surface.value] = {"toolsets": list(resolved.toolsets), "tools": len(resolved.tools),
+        counts = tool_counts(resolved.tools, reg)
+        out[surface.value] = {"toolsets": list(resolved.toolsets), "tools": len(counts["ready"]),
+                              "unavailable": counts["unavailable"], "not_built": len(counts["not_built"]),
                               "dropped": [list(d) for d in resolved.dropped], "error": None}
     return out
 
@@ -185,9 +191,13 @@ def render(data: dict[str, Any]) -> list[str]:
     lines += data["gateway"]["lines"]
     lines += [f"  ⚠ {w}" for w in data["gateway"]["warnings"]]
     if "toolsets" in data:
-        lines.append("◆ Toolsets by surface (plugins not loaded; see 'hermes tools list --surface S')")
+        lines.append("◆ Toolsets by surface (tools ready here; see 'hermes tools list --surface S')")
         for surface, info in data["toolsets"].items():
-            text = info["error"] or f"{', '.join(info['toolsets']) or '(none)'} — {info['tools']} tools"
+            text = info["error"] or f"{', '.join(info['toolsets']) or '(none)'} — {info['tools']} tools ready"
+            if not info["error"] and info["unavailable"]:
+                text += f", unavailable here: {', '.join(info['unavailable'])}"
+            if not info["error"] and info["not_built"]:
+                text += f"; {info['not_built']} not built yet"
             lines.append(f"  {surface:<11}{text}")
     if "storage" in data:
         st = data["storage"]
