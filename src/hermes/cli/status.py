@@ -1,4 +1,4 @@
-"""``hermes status [--full] [--json]``: the model endpoint and the Tool Gateway routing; ``--full`` adds the
+"""``hermes status [--full] [--json]``: the model a chat would run and the Tool Gateway routing; ``--full`` adds the
 toolsets of each surface with the tools ready here (counted as ``hermes tools list`` counts them, plugins
 included), storage paths and sizes, and the cron scheduler.
 
@@ -61,17 +61,24 @@ def collect(settings: Settings, *, full: bool) -> dict[str, Any]:
 
 
 def model_status(settings: Settings) -> dict[str, Any]:
+    """What a chat started now would run: the same choice ``hermes chat`` makes, without asking the endpoint."""
+    from hermes.agent.model_choice import choose_model
     from hermes.errors import ConfigError
-    from hermes.routing.inference import session_model
+    from hermes.routing.inference import with_portal_key
 
     try:
-        model = session_model(settings)
+        choice = choose_model(settings, ask_endpoint=False)
     except ConfigError as exc:
         return {"configured": False, "provider": None, "base_url": None, "model": None,
-                "api_key_source": None, "error": str(exc)}
+                "api_key_source": None, "error": str(exc), "notes": []}
+    notes = [n.removeprefix("hermes: ") for n in choice.notes]
+    if choice.model is None:
+        return {"configured": False, "provider": None, "base_url": None, "model": None,
+                "api_key_source": None, "error": choice.error, "notes": notes}
+    model = with_portal_key(choice.model, settings)
     return {"configured": True, "provider": model.provider, "base_url": model.base_url or None,
-            "model": model.model, "api_key_source": model.api_key_source, "error": None,
-            "describe": model.describe()}
+            "model": None if choice.unresolved_name else model.model, "api_key_source": model.api_key_source,
+            "error": None, "describe": choice.describe(), "notes": notes}
 
 
 def toolsets_by_surface(settings: Settings) -> dict[str, Any]:
@@ -188,6 +195,7 @@ def render(data: dict[str, Any]) -> list[str]:
         lines.append(f"  API key           {model['api_key_source']}")
     else:
         lines.append(f"  ✗ {model['error']}")
+    lines += [f"  Note              {note}" for note in model["notes"]]
     lines += data["gateway"]["lines"]
     lines += [f"  ⚠ {w}" for w in data["gateway"]["warnings"]]
     if "toolsets" in data:
