@@ -103,8 +103,10 @@ def _from_endpoint(settings: Settings, endpoint: ModelSettings) -> ModelChoice:
     return ModelChoice(settings.model(), (note,))
 
 
-def choose_model(settings: Settings, *, ask_endpoint: bool = True) -> ModelChoice:
-    """What a session started from ``settings`` runs (see the module docstring); ``error`` set when nothing can."""
+def choose_model(settings: Settings, *, ask_endpoint: bool = True, local_fallback: bool = True) -> ModelChoice:
+    """What a session started from ``settings`` runs (see the module docstring); ``error`` set when nothing can.
+
+    ``local_fallback=False`` (``hermes batch``) never switches to the embedded model."""
     from hermes.agent.local_model import fallback_to_local, no_endpoint_help
 
     ignored = settings.ignored_model_name()
@@ -115,7 +117,7 @@ def choose_model(settings: Settings, *, ask_endpoint: bool = True) -> ModelChoic
     try:
         endpoint = settings.model(need_name=False)
     except ModelNotConfigured as exc:
-        fallback = fallback_to_local(settings)
+        fallback = fallback_to_local(settings) if local_fallback else None
         if fallback is None:
             return ModelChoice(None, tuple(notes), error=f"{exc}{no_endpoint_help()}")
         from hermes.config.settings import bundled_gguf
