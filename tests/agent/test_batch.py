@@ -113,3 +113,14 @@ def test_failed_prompt_is_recorded_and_exit_code_nonzero(hermes_home: Path, mode
     records = {r["id"]: r for r in map(json.loads, (tmp_path / "p.trajectories.jsonl").read_text().splitlines())}
     assert records["x"]["reason"] == "error" and "bad request for this one" in records["x"]["error"]
     assert records["y"]["final"] == "fine"
+
+
+def test_a_one_model_endpoint_needs_no_model_name(hermes_home: Path, model_server: Any, tmp_path: Path) -> None:
+    server = model_server(echo_script, model="the-only-model")
+    (hermes_home / "config.yaml").write_text(f"model:\n  base_url: {server.url}\n")
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"id": "a", "prompt": "hello"}) + "\n")
+    proc = run_batch(hermes_home, str(prompts))
+    assert proc.returncode == 0, proc.stderr
+    assert "serves one model, the-only-model, so this uses it" in proc.stderr
+    assert {r["model"] for r in server.requests} == {"the-only-model"}

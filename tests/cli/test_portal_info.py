@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -50,7 +51,20 @@ def auth(claims: dict[str, Any] | None, *, refresh: bool = True, token: str | No
     return {"version": 1, "providers": {"nous": entry}}
 
 
+def espeak_path() -> str:
+    """A PATH holding an ``espeak-ng`` program, so the local eSpeak line does not depend on this machine."""
+    folder = Path(tempfile.mkdtemp(prefix="hermes-espeak-"))
+    program = folder / "espeak-ng"
+    program.write_text("#!/bin/sh\nexit 0\n")
+    program.chmod(0o755)
+    return str(folder)
+
+
+ESPEAK_PATH = espeak_path()
+
+
 def info(config: dict[str, Any], env: dict[str, str], doc: dict[str, Any] | None) -> str:
+    env = {"PATH": ESPEAK_PATH, **env}
     creds = Credentials.from_sources(doc, env)
     entry = doc["providers"]["nous"] if doc else None
     return "\n".join(info_lines(config, build_report(config, env, creds, entry, NOW))) + "\n"
@@ -68,9 +82,9 @@ def test_logged_out_defaults() -> None:
           Web extract       ○ active via direct page fetch
           Image generation  ○ not configured
           Text to speech    ○ active via local eSpeak
-          Speech to text    ○ active via local faster-whisper
-          Browser           ○ active via local Chromium
-          Video generation  ○ not configured
+          Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
+          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
           Sign up: https://portal.nousresearch.com/manage-subscription
@@ -85,9 +99,9 @@ def test_paid_subscription_with_one_own_key() -> None:
           Web tools         ✓ active via Nous subscription
           Image generation  ✓ active via Nous subscription
           Text to speech    ✓ active via Nous subscription
-          Speech to text    ✓ active via Nous subscription
-          Browser           ○ active via Browser Use key
-          Video generation  ○ not configured
+          Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
+          Browser           ○ not built yet — no tool uses it (route: Browser Use key)
+          Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
           Model:   ✓ using Nous as inference provider
@@ -102,9 +116,9 @@ def test_free_tier_does_not_cover_speech() -> None:
           Web tools         ✓ active via Nous subscription
           Image generation  ✓ active via Nous subscription
           Text to speech    ✗ Nous subscription selected — not covered by the free tool tier
-          Speech to text    ○ active via local faster-whisper
-          Browser           ○ active via local Chromium
-          Video generation  ○ not configured
+          Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
+          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -117,9 +131,9 @@ def test_expired_but_refreshable_is_not_refreshed_by_info() -> None:
           Web tools         ✓ active via Nous subscription
           Image generation  ✓ active via Nous subscription
           Text to speech    ✓ active via Nous subscription
-          Speech to text    ✓ active via Nous subscription
-          Browser           ○ active via Browser Use key
-          Video generation  ○ not configured
+          Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
+          Browser           ○ not built yet — no tool uses it (route: Browser Use key)
+          Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
           Model:   ✓ using Nous as inference provider
@@ -136,9 +150,9 @@ def test_expired_without_refresh_token() -> None:
           Web tools         ✗ Nous subscription selected — the Nous Portal login has expired
           Image generation  ○ not configured
           Text to speech    ✗ Nous subscription selected — the Nous Portal login has expired
-          Speech to text    ○ active via local faster-whisper
-          Browser           ○ active via Browser Use key
-          Video generation  ○ not configured
+          Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
+          Browser           ○ not built yet — no tool uses it (route: Browser Use key)
+          Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -156,9 +170,9 @@ def test_selection_errors_and_split_web() -> None:
           Web extract       ✓ active via Nous subscription
           Image generation  ✗ image_gen is configured to use fal (set via hermes tools), but FAL_KEY is not set. Run 'hermes tools' to change it.
           Text to speech    ○ active via ElevenLabs key
-          Speech to text    ○ active via local faster-whisper
+          Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
           Browser           ✗ browser is configured to use camofox (set via hermes tools), but CAMOFOX_URL is not set. Run 'hermes tools' to change it.
-          Video generation  ○ not configured
+          Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
           Model:   currently openai (switch with 'hermes model')
@@ -176,9 +190,9 @@ def test_legacy_use_gateway_and_env_token() -> None:
           Web tools         ✓ active via Nous subscription
           Image generation  ✓ active via Nous subscription
           Text to speech    ○ active via local eSpeak
-          Speech to text    ○ active via local faster-whisper
-          Browser           ○ active via local Chromium
-          Video generation  ○ active via FAL key
+          Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
+          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Video generation  ○ not built yet — no tool uses it (route: FAL key)
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -193,9 +207,9 @@ def test_no_tool_access_and_opaque_token() -> None:
           Web extract       ○ active via direct page fetch (DuckDuckGo does not extract)
           Image generation  ○ not configured
           Text to speech    ✗ Nous subscription selected — no active subscription with tool access
-          Speech to text    ○ active via local faster-whisper
-          Browser           ○ active via local Chromium
-          Video generation  ○ not configured
+          Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
+          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -214,6 +228,7 @@ def test_no_tool_access_and_opaque_token() -> None:
 ])
 def test_the_report_is_the_answer_the_tools_act_on(config: dict[str, Any], env: dict[str, str],
                                                    doc: dict[str, Any] | None) -> None:
+    env = {"PATH": ESPEAK_PATH, **env}
     creds = Credentials.from_sources(doc, env)
     report = build_report(config, env, creds, doc["providers"]["nous"] if doc else None, NOW).to_json()
     for name, found in resolve_all(config, env, creds).items():
@@ -223,6 +238,9 @@ def test_the_report_is_the_answer_the_tools_act_on(config: dict[str, Any], env: 
             assert item == {**item, "route": "error", "vendor": None, "origin": None, "message": str(found)}
             continue
         assert (item["vendor"], item["origin"], item["kind"]) == (found.vendor, found.origin, found.kind)
+        if name.split(".")[0] in ("stt", "browser", "video_gen"):  # no tool of this installation uses them
+            assert not item["ready"] and item["message"].startswith("not built yet")
+            continue
         if found.kind == "gateway":
             try:
                 check_entitlement(found, creds, now=NOW)
@@ -267,7 +285,8 @@ def test_info_json_and_tools_commands(hermes_home: Path) -> None:
     assert data["routes"]["web.search"] == {
         "name": "web.search", "route": "gateway", "kind": "gateway", "vendor": "firecrawl",
         "origin": "https://firecrawl-gateway.nousresearch.com", "message": "active via Nous subscription",
-        "selected_by": "web.backend", "gateway_label": "firecrawl", "entitlement": "paid", "error": None}
+        "selected_by": "web.backend", "gateway_label": "firecrawl", "entitlement": "paid", "error": None,
+        "ready": True, "missing": None}
     assert data["routes"]["tts"]["route"] == "byok" and data["routes"]["tts"]["vendor"] == "elevenlabs"
     assert token not in proc.stdout and "el-secret-value-123" not in proc.stdout
     text = hermes(hermes_home, "portal").stdout

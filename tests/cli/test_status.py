@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hermes.cli.status import scheduler, storage
 
 SECRET = "sk-status-test-0123456789abcdef"
@@ -37,7 +39,7 @@ def test_full_json_shape(hermes_home: Path) -> None:
     assert set(data) == {"model", "gateway", "toolsets", "storage", "scheduler"}
     assert data["model"] == {"configured": True, "provider": "openai", "base_url": "https://api.openai.com/v1",
                              "model": "gpt-4o", "api_key_source": "OPENAI_API_KEY (.env)", "error": None,
-                             "describe": "gpt-4o at https://api.openai.com/v1 (provider openai)"}
+                             "describe": "gpt-4o at https://api.openai.com/v1 (provider openai)", "notes": []}
     gateway = data["gateway"]
     assert set(gateway) == {"portal", "routes", "warnings", "lines"}
     assert gateway["portal"]["status"] == "not_logged_in"
@@ -78,7 +80,8 @@ def test_text_sections(hermes_home: Path) -> None:
     assert SECRET not in full
 
 
-def test_unconfigured_model_is_reported_not_raised(hermes_home: Path) -> None:
+def test_unconfigured_model_is_reported_not_raised(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERMES_NO_LOCAL_FALLBACK", "1")  # else chat (and so status) picks the embedded model
     proc = hermes(hermes_home, "--json")
     assert proc.returncode == 0, proc.stderr
     model = json.loads(proc.stdout)["model"]

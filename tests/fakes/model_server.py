@@ -179,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/v1/models":
-            self._send_json(200, {"object": "list", "data": [owner._model_object()]})
+            self._send_json(200, {"object": "list", "data": [owner._model_object(m) for m in owner.models]})
         elif path == f"/v1/models/{owner.model}":
             self._send_json(200, owner._model_object())
         else:
@@ -240,9 +240,12 @@ class ScriptedModelServer:
     """A fake OpenAI-compatible endpoint answering from a script (see the module docstring)."""
 
     def __init__(
-        self, script: list[Reply] | Callable[[dict[str, Any]], Reply], *, model: str = "test-model"
+        self, script: list[Reply] | Callable[[dict[str, Any]], Reply], *, model: str = "test-model",
+        models: list[str] | None = None,
     ) -> None:
         self.model = model
+        #: the ids ``GET /v1/models`` lists (default: just ``model``)
+        self.models = list(models) if models is not None else [model]
         self._script: Callable[[dict[str, Any]], Reply] | None = script if callable(script) else None
         self._queue: list[Reply] = [] if callable(script) else list(script)
         #: JSON bodies received on /v1/chat/completions, in arrival order
@@ -347,8 +350,8 @@ class ScriptedModelServer:
         with self._lock:
             return next(self._ids)
 
-    def _model_object(self) -> dict[str, Any]:
-        return {"id": self.model, "object": "model", "created": 1700000000, "owned_by": "hermes-tests"}
+    def _model_object(self, model: str | None = None) -> dict[str, Any]:
+        return {"id": model or self.model, "object": "model", "created": 1700000000, "owned_by": "hermes-tests"}
 
     def _tool_calls(self, reply: Reply) -> list[dict[str, Any]]:
         out = []

@@ -51,29 +51,50 @@ def local_model_available() -> bool:
     return llama_cpp_installed() and bundled_gguf() is not None
 
 
+def _gguf_name(settings: Settings) -> str | None:
+    """A model name that is a GGUF file (``--model``, ``model.name``, ``HERMES_MODEL``), else None."""
+    ov, cfg, env = settings.overrides, settings.config, settings.env
+    name = ov.model or cfg.get("model.name") or env.get("HERMES_MODEL") or env.get("OPENAI_MODEL")
+    return name.strip() if isinstance(name, str) and name.strip().endswith(".gguf") else None
+
+
 def fallback_to_local(settings: Settings) -> ModelSettings | None:
     """For ``hermes chat`` with no endpoint configured: switch ``settings`` to the embedded model.
 
-    Returns the local model settings, or None when the local extra is missing (or the fallback is
-    turned off with ``HERMES_NO_LOCAL_FALLBACK=1``).
+    The embedded model runs the GGUF file named as the model (``model.name: ~/models/x.gguf``) when there
+    is one, else the bundled GGUF. Returns the local model settings, or None when llama-cpp-python or a
+    model file is missing (or the fallback is turned off with ``HERMES_NO_LOCAL_FALLBACK=1``).
     """
-    if os.environ.get(NO_FALLBACK_ENV, "").strip() not in ("", "0") or not local_model_available():
+    gguf = _gguf_name(settings)
+    if fallback_disabled() or not llama_cpp_installed() or (gguf is None and bundled_gguf() is None):
         return None
     ov, cfg = settings.overrides, settings.config
     if ov.provider or ov.base_url or cfg.get("model.provider") or cfg.get("model.base_url") or settings.env.get(
             "OPENAI_BASE_URL"):
         return None  # an endpoint is configured, only incompletely: that is an error to fix, not a fallback
     settings.overrides.provider = LOCAL_PROVIDER
-    settings.overrides.model = None
+    settings.overrides.model = gguf
     return settings.model()
 
 
+def fallback_disabled() -> bool:
+    return os.environ.get(NO_FALLBACK_ENV, "").strip() not in ("", "0")
+
+
 def no_endpoint_help() -> str:
+    """The two ways forward when no endpoint is configured; never suggests installing what is installed."""
+    if not local_model_available():
+        local = f"run offline on the embedded local model: {INSTALL_HINT}"
+    elif fallback_disabled():
+        local = (f"run offline on the embedded local model, which is installed: unset {NO_FALLBACK_ENV} "
+                 "(or pass --provider local)")
+    else:
+        local = "run offline on the embedded local model, which is installed: pass --provider local"
     return (
         "\nTwo ways forward:\n"
         "  1. configure a model endpoint: hermes setup (or pass --base-url and --model, or export "
         "OPENAI_BASE_URL, OPENAI_API_KEY and HERMES_MODEL);\n"
-        f"  2. run offline on the embedded local model: {INSTALL_HINT}."
+        f"  2. {local}."
     )
 
 

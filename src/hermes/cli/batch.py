@@ -40,7 +40,14 @@ def run(args: argparse.Namespace) -> int:
     if dist is None:
         raise ConfigError(f"unknown distribution {args.distribution!r}; known: {', '.join(sorted(dists))}")
     export_dotenv(settings)
-    settings.model()  # fail before starting when no endpoint is configured
+    from hermes.agent.model_choice import choose_model
+    from hermes.errors import ModelNotConfigured
+
+    choice = choose_model(settings, local_fallback=False)  # fail before starting when nothing can run
+    for note in choice.notes:
+        eprint(note)
+    if choice.model is None:
+        raise ModelNotConfigured(choice.error or "no model endpoint is configured")
     source = Path(args.file)
     output = Path(args.output) if args.output else source.with_suffix(".trajectories.jsonl")
     items = list(read_items(source))

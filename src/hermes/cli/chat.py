@@ -116,20 +116,18 @@ def _demo(agent: Agent) -> str:
 
 
 def _model_or_local(settings: Settings) -> None:
-    """With no endpoint configured, use the embedded local model (saying so) or explain the two ways forward."""
-    from hermes.agent.local_model import fallback_to_local, first_run_notice, no_endpoint_help
+    """Settle the model the session runs (:func:`~hermes.agent.model_choice.choose_model`), saying what it chose."""
+    from hermes.agent.local_model import first_run_notice
+    from hermes.agent.model_choice import choose_model
     from hermes.cli.common import eprint
     from hermes.errors import ModelNotConfigured
 
-    try:
-        model = settings.model()
-    except ModelNotConfigured as exc:
-        fallback = fallback_to_local(settings)
-        if fallback is None:
-            raise ModelNotConfigured(f"{exc}{no_endpoint_help()}") from None
-        model = fallback
-        eprint(f"hermes: no model endpoint is configured, so this uses the embedded local model {model.model} "
-               "(offline, small); 'hermes setup' configures a real one.")
+    choice = choose_model(settings)
+    for line in choice.notes:
+        eprint(line)
+    if choice.model is None:
+        raise ModelNotConfigured(choice.error or "no model endpoint is configured")
+    model = choice.model
     if model.provider == "local":
         note = first_run_notice(model, settings.paths.home / "cache" / "local_model_seen")
         if note:

@@ -1,5 +1,6 @@
-"""``hermes status [--full] [--json]``: the model endpoint and the Tool Gateway routing; ``--full`` adds the
-toolsets of each surface, storage paths and sizes, and the cron scheduler.
+"""``hermes status [--full] [--json]``: the model a chat would run and the Tool Gateway routing; ``--full`` adds the
+toolsets of each surface with the tools ready here (counted as ``hermes tools list`` counts them, plugins
+included), storage paths and sizes, and the cron scheduler.
 
 Secrets are never shown: the model section names the variable the API key comes from, not the key. The
 gateway section is the same report as ``hermes portal info`` (no network, no refresh). Only argparse is
@@ -60,33 +61,45 @@ def collect(settings: Settings, *, full: bool) -> dict[str, Any]:
 
 
 def model_status(settings: Settings) -> dict[str, Any]:
+    """What a chat started now would run: the same choice ``hermes chat`` makes, without asking the endpoint."""
+    from hermes.agent.model_choice import choose_model
     from hermes.errors import ConfigError
-    from hermes.routing.inference import session_model
+    from hermes.routing.inference import with_portal_key
 
     try:
-        model = session_model(settings)
+        choice = choose_model(settings, ask_endpoint=False)
     except ConfigError as exc:
         return {"configured": False, "provider": None, "base_url": None, "model": None,
-                "api_key_source": None, "error": str(exc)}
+                "api_key_source": None, "error": str(exc), "notes": []}
+    notes = [n.removeprefix("hermes: ") for n in choice.notes]
+    if choice.model is None:
+        return {"configured": False, "provider": None, "base_url": None, "model": None,
+                "api_key_source": None, "error": choice.error, "notes": notes}
+    model = with_portal_key(choice.model, settings)
     return {"configured": True, "provider": model.provider, "base_url": model.base_url or None,
-            "model": model.model, "api_key_source": model.api_key_source, "error": None,
-            "describe": model.describe()}
+            "model": None if choice.unresolved_name else model.model, "api_key_source": model.api_key_source,
+            "error": None, "describe": choice.describe(), "notes": notes}
 
 
 def toolsets_by_surface(settings: Settings) -> dict[str, Any]:
-    """Per surface: the toolsets and the number of tool names a new session would get (plugins not loaded)."""
+    """Per surface: the toolsets, and the tools a new session would get, as ``hermes tools list`` counts them."""
+    from hermes.cli.tools import load_registry, tool_counts
     from hermes.errors import ConfigError
     from hermes.tools.toolsets import Surface, resolve_toolsets
 
+    reg = load_registry(settings)
     out: dict[str, Any] = {}
     for surface in Surface:
         try:
             resolved = resolve_toolsets(surface, settings.requested_toolsets(),
-                                        disabled=settings.agent().disabled_toolsets)
+                                        disabled=settings.agent().disabled_toolsets, registered=reg.toolsets())
         except ConfigError as exc:
-            out[surface.value] = {"toolsets": [], "tools": 0, "dropped": [], "error": str(exc)}
+            out[surface.value] = {"toolsets": [], "tools": 0, "unavailable": [], "not_built": 0, "dropped": [],
+                                  "error": str(exc)}
             continue
-        out[surface.value] = {"toolsets": list(resolved.toolsets), "tools": len(resolved.tools),
+        counts = tool_counts(resolved.tools, reg)
+        out[surface.value] = {"toolsets": list(resolved.toolsets), "tools": len(counts["ready"]),
+                              "unavailable": counts["unavailable"], "not_built": len(counts["not_built"]),
                               "dropped": [list(d) for d in resolved.dropped], "error": None}
     return out
 
@@ -182,12 +195,17 @@ def render(data: dict[str, Any]) -> list[str]:
         lines.append(f"  API key           {model['api_key_source']}")
     else:
         lines.append(f"  ✗ {model['error']}")
+    lines += [f"  Note              {note}" for note in model["notes"]]
     lines += data["gateway"]["lines"]
     lines += [f"  ⚠ {w}" for w in data["gateway"]["warnings"]]
     if "toolsets" in data:
-        lines.append("◆ Toolsets by surface (plugins not loaded; see 'hermes tools list --surface S')")
+        lines.append("◆ Toolsets by surface (tools ready here; see 'hermes tools list --surface S')")
         for surface, info in data["toolsets"].items():
-            text = info["error"] or f"{', '.join(info['toolsets']) or '(none)'} — {info['tools']} tools"
+            text = info["error"] or f"{', '.join(info['toolsets']) or '(none)'} — {info['tools']} tools ready"
+            if not info["error"] and info["unavailable"]:
+                text += f", unavailable here: {', '.join(info['unavailable'])}"
+            if not info["error"] and info["not_built"]:
+                text += f"; {info['not_built']} not built yet"
             lines.append(f"  {surface:<11}{text}")
     if "storage" in data:
         st = data["storage"]

@@ -115,8 +115,8 @@ def _list(args: argparse.Namespace) -> int:
     else:
         print(f"Surface: {surface.value} — requested toolsets: {', '.join(requested)} (default: {bundle})")
     print(f"Session toolsets: {', '.join(resolved.toolsets) or '(none)'}")
-    print(f"Tools in the session: {len(resolved.tools)} named, "
-          f"{sum(1 for t in resolved.tools if t in reg and reg.is_available(t))} registered and available")
+    for line in session_summary(surface.value, resolved.tools, reg):
+        print(line)
     print(NEXT_SESSION)
     print()
 
@@ -151,6 +151,29 @@ def _list(args: argparse.Namespace) -> int:
         for source_name, reason in sorted(reg.load_errors.items()):
             print(f"  {source_name}: {reason}")
     return 0
+
+
+def tool_counts(tools: tuple[str, ...], reg: ToolRegistry) -> dict[str, list[str]]:
+    """The tool names of a session split into ``ready``, ``unavailable`` (registered, check fails here)
+    and ``not_built`` (named by a toolset, no tool registered under that name)."""
+    ready = [t for t in tools if t in reg and reg.is_available(t)]
+    return {"ready": ready, "unavailable": [t for t in tools if t in reg and t not in ready],
+            "not_built": [t for t in tools if t not in reg]}
+
+
+def session_summary(surface: str, tools: tuple[str, ...], reg: ToolRegistry) -> list[str]:
+    """How many tools a new session gets, which it names but cannot have here, and which are not built."""
+    counts = tool_counts(tools, reg)
+    ready, unavailable, unbuilt = counts["ready"], counts["unavailable"], counts["not_built"]
+    lines = [f"A new {surface} session gets {len(ready)} tool{'' if len(ready) == 1 else 's'}."]
+    if unavailable:
+        lines.append(f"  Unavailable here ({len(unavailable)}; what is missing is shown below): "
+                     f"{', '.join(unavailable)}")
+    if unbuilt:
+        shown = ", ".join(unbuilt[:4]) + (", …" if len(unbuilt) > 4 else "")
+        lines.append(f"  Not built yet ({len(unbuilt)} names in the toolsets, no tool behind them; --all lists "
+                     f"them): {shown}")
+    return lines
 
 
 def _source_of(reg: ToolRegistry, tools: list[str]) -> str:

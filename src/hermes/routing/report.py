@@ -8,7 +8,10 @@ gateway routes are judged by the claims it will have again after that refresh.
 
 Per route the report gives ``route`` (``gateway`` | ``byok`` | ``none`` | ``error``; key-less and local
 backends count as ``byok``, with ``kind: local``), the vendor, the origin the tool would call and the
-message shown to the user.
+message shown to the user, and whether it can run here: ``ready``, with ``missing`` naming what is
+missing when it cannot (the login, the key, the program or package of a local backend — see
+:mod:`hermes.routing.readiness` — or the tool itself: "not built yet"). The routed tools' availability
+checks read ``ready`` and ``missing`` from this same report.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from hermes.routing.categories import CATEGORIES
 from hermes.routing.credentials import Credentials
 from hermes.routing.entitlement import entitlement_for, gateway_error_text
 from hermes.routing.portal_auth import entry_expiry, refreshable, token_portal
+from hermes.routing.readiness import NOT_BUILT, local_problem, serving_tools
 from hermes.routing.selection import Route, gateway_display, resolve_all
 
 OK, OTHER, BAD = "✓", "○", "✗"
@@ -66,6 +70,9 @@ class RouteStatus:
     gateway_label: str | None = None
     entitlement: str | None = None
     error: str | None = None
+    #: whether a tool of this installation can use the route here and now; ``missing`` says why not
+    ready: bool = False
+    missing: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,27 +157,41 @@ def _auth(credentials: Credentials, entry: Mapping[str, Any] | None, env: Mappin
                                       f"{portal}/manage-subscription"), judge
 
 
-def _route(name: str, found: Route | SelectionError, credentials: Credentials, judge: float) -> RouteStatus:
+def _route(name: str, found: Route | SelectionError, credentials: Credentials, judge: float,
+           env: Mapping[str, str]) -> RouteStatus:
     if isinstance(found, SelectionError):
-        return RouteStatus(name, "error", None, None, None, str(found), BAD)
+        return RouteStatus(name, "error", None, None, None, str(found), BAD, missing=str(found))
     kind = found.kind
-    common = {"kind": kind, "vendor": found.vendor, "origin": found.origin, "selected_by": found.selected_by,
-              "gateway_label": found.gateway_label}
+    common: dict[str, Any] = {"kind": kind, "vendor": found.vendor, "origin": found.origin,
+                              "selected_by": found.selected_by, "gateway_label": found.gateway_label}
+    if not serving_tools(name):
+        where = "" if kind == "none" else f" (route: {found.message.removeprefix('active via ')})"
+        return RouteStatus(name, "none" if kind == "none" else "gateway" if kind == "gateway" else "byok",
+                           message=NOT_BUILT + where, mark=OTHER, missing=NOT_BUILT, **common)
     if kind == "gateway":
         entitlement = entitlement_for(found, credentials, judge)
         assert entitlement is not None
         if entitlement.entitled:
             return RouteStatus(name, "gateway", message=found.message, mark=OK, entitlement=entitlement.status,
-                               **common)
+                               ready=True, **common)
         how = "selected" if found.selected_by else "(auto-detected)"
         where = gateway_display(found.origin)
         where = where[4:] if where.startswith("the ") else where
+        error = gateway_error_text(found, entitlement, credentials)
         return RouteStatus(name, "gateway", message=f"{where} {how} — {entitlement.summary}",
-                           mark=BAD, entitlement=entitlement.status,
-                           error=gateway_error_text(found, entitlement, credentials), **common)
+                           mark=BAD, entitlement=entitlement.status, error=error, missing=error, **common)
     if kind == "none":
-        return RouteStatus(name, "none", message=found.message, mark=OTHER, **common)
-    return RouteStatus(name, "byok", message=found.message, mark=OTHER, **common)
+        try:
+            found.require()
+        except SelectionError as exc:
+            return RouteStatus(name, "none", message=found.message, mark=OTHER, missing=str(exc), **common)
+    vendor = CATEGORIES[found.category].vendor(found.vendor or "")
+    problem = local_problem(vendor, env) if vendor is not None and kind == "local" else None
+    if problem is not None and vendor is not None:
+        what = f"{vendor.display} needs {problem}"
+        return RouteStatus(name, "byok", message=f"not available — {what}", mark=BAD if found.selected_by else OTHER,
+                           missing=what, **common)
+    return RouteStatus(name, "byok", message=found.message, mark=OTHER, ready=True, **common)
 
 
 def build_report(config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials,
@@ -178,7 +199,7 @@ def build_report(config: Mapping[str, Any], env: Mapping[str, str], credentials:
     """The status of the portal login and of every route (see the module docstring)."""
     auth, judge = _auth(credentials, entry, env, now)
     found = resolve_all(config, env, credentials)
-    routes = {name: _route(name, value, credentials, judge) for name, value in found.items()}
+    routes = {name: _route(name, value, credentials, judge, env) for name, value in found.items()}
     warnings = list(credentials.warnings)
     if credentials.token_source == "auth.json" and entry is not None and token_portal(entry, env) is None:
         from hermes.routing.portal_auth import portal_mismatch_text

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Handler = Callable[..., Any]
-CheckFn = Callable[[], bool]
+#: an availability check: ``True``/``False``, or ``(available, reason)`` naming what is missing when it is not
+CheckFn = Callable[[], "bool | tuple[bool, str | None]"]
 EnvLookup = Callable[[str], "str | None"]
 
 _CHECK_TTL = 5.0
@@ -203,6 +204,9 @@ class ToolRegistry:
     def availability(self, name: str, *, env: EnvLookup | None = None) -> tuple[bool, str | None]:
         """``(available, reason)``; checks are cached for a few seconds and must never block.
 
+        The reason is the check's own (a check may return ``(False, "needs ...")``), else the required
+        variables that are missing, else "requirements not met".
+
         ``env`` looks up the variables a tool requires when saying which are missing (default: the
         process environment)."""
         entry = self._tools.get(name)
@@ -215,7 +219,11 @@ class ToolRegistry:
         ok, reason = True, None
         if entry.check_fn is not None:
             try:
-                ok = bool(entry.check_fn())
+                answer = entry.check_fn()
+                if isinstance(answer, tuple):
+                    ok, reason = bool(answer[0]), (None if answer[0] else answer[1])
+                else:
+                    ok = bool(answer)
             except Exception as exc:  # a broken check must not break the registry
                 ok, reason = False, f"availability check failed: {exc}"
             if not ok and reason is None:

@@ -139,9 +139,11 @@ def test_espeak_voice_is_validated(home: Path) -> None:
 def test_missing_espeak_hides_the_default_route(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     registry.invalidate_checks()
-    assert registry.availability("text_to_speech")[0] is False
-    configure(home, "tts:\n  provider: openai\n")  # a saved selection stays visible, so its error is seen
-    assert registry.availability("text_to_speech")[0] is True
+    ok, reason = registry.availability("text_to_speech")
+    assert not ok and reason and "espeak-ng" in reason
+    configure(home, "tts:\n  provider: openai\n")  # a saved selection without its key cannot run either
+    ok, reason = registry.availability("text_to_speech")
+    assert not ok and reason and "VOICE_TOOLS_OPENAI_KEY (or OPENAI_API_KEY) is not set" in reason
 
 
 # -- OpenAI, gateway, ElevenLabs --------------------------------------------------------------------------------
@@ -185,7 +187,7 @@ def test_gateway_forces_the_managed_model(home: Path, openai_fake: tuple[FakeOpe
 
 def test_gateway_not_logged_in(home: Path) -> None:
     configure(home, "tts:\n  provider: nous\n")
-    assert speak({"text": "x"})["error"].startswith(
+    assert speak({"text": "x"})["error"].startswith("tool 'text_to_speech' is not available: "
         "tts uses the Nous Tool Gateway, but you are not logged in to Nous Portal. Run 'hermes portal login'")
 
 
@@ -210,8 +212,8 @@ def test_byok_elevenlabs(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 ])
 def test_gw3_messages(home: Path, provider: str, missing: str) -> None:
     configure(home, f"tts:\n  provider: {provider}\n")
-    assert speak({"text": "x"}) == {
-        "error": f"tts is configured to use {provider} (set via hermes tools), but {missing} not set. {HINT}"}
+    assert speak({"text": "x"}) == {"error": "tool 'text_to_speech' is not available: "
+        f"tts is configured to use {provider} (set via hermes tools), but {missing} not set. {HINT}"}
 
 
 def test_vendor_refusal_names_the_key(home: Path, openai_fake: tuple[FakeOpenAIAudio, str],

@@ -130,8 +130,9 @@ def test_byok_fal_generates_saves_and_reports(home: Path, servers: dict[str, Any
 
 def test_missing_key_is_the_gw3_message(home: Path) -> None:
     configure(home, "image_gen:\n  provider: fal\n")
-    assert call({"prompt": "x"}) == {"error": "image_gen is configured to use fal (set via hermes tools), "
-                                              f"but FAL_KEY is not set. {HINT}"}
+    # unavailable (tools list shows ✗ with this reason), and a call says the same GW-3 message
+    assert call({"prompt": "x"}) == {"error": "tool 'image_generate' is not available: image_gen is configured "
+                                              f"to use fal (set via hermes tools), but FAL_KEY is not set. {HINT}"}
 
 
 def test_saved_gateway_selection_ignores_fal_key(home: Path, servers: dict[str, Any],
@@ -356,12 +357,14 @@ def test_no_fallback_for_byok_krea(home: Path, servers: dict[str, Any], monkeypa
 
 
 # -- availability -------------------------------------------------------------------------------------------
-def test_availability_is_offline_and_keeps_misconfiguration_visible(home: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_availability_is_offline_and_names_what_is_missing(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     configure(home, "")
-    assert registry.availability("image_generate")[0] is False
-    configure(home, "image_gen:\n  provider: fal\n")  # selected but no key: shown, so the call explains
-    assert registry.availability("image_generate")[0] is True
+    ok, reason = registry.availability("image_generate")
+    assert not ok and reason and "FAL_KEY" in reason and "KREA_API_KEY" in reason
+    configure(home, "image_gen:\n  provider: fal\n")  # selected but no key: cannot run, and says why
+    ok, reason = registry.availability("image_generate")
+    assert not ok and reason == ("image_gen is configured to use fal (set via hermes tools), but FAL_KEY is not "
+                                 f"set. {HINT}")
     configure(home, "")
     monkeypatch.setenv("FAL_KEY", "x")
     registry.invalidate_checks()

@@ -222,9 +222,8 @@ def test_ddgs_result_mapping() -> None:
 
 
 def test_registration_and_instant_offline_checks(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both tools are async, in the web toolset, and their checks answer at once without any I/O."""
+    """Both tools are async, in the web toolset, and their checks answer without any network I/O."""
     import socket
-    import time
 
     from hermes.tools.registry import registry
 
@@ -238,6 +237,7 @@ def test_registration_and_instant_offline_checks(hermes_home: Path, monkeypatch:
         entry = registry.get(name)
         assert entry is not None and entry.is_async and entry.toolset == "web"
         assert entry.check_fn is not None
-        started = time.perf_counter()
-        assert entry.check_fn() is True
-        assert time.perf_counter() - started < 0.01
+        answer = entry.check_fn()
+        assert isinstance(answer, tuple)
+        ok, reason = answer
+        assert not ok and reason and "not logged in to Nous Portal" in reason  # never ✓ for a gateway logged out of

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from hermes.tools.registry import registry
+from hermes.tools.routed.availability import route_check
 
 TEXT_TO_SPEECH_SCHEMA: dict[str, Any] = {
     "name": "text_to_speech",
@@ -32,29 +33,6 @@ TEXT_TO_SPEECH_SCHEMA: dict[str, Any] = {
 }
 
 
-def text_to_speech_available() -> bool:
-    """Offline: the local espeak engine needs espeak-ng on PATH; other routes, Piper included, are shown (the call
-    explains problems)."""
-    from hermes.errors import HermesError
-
-    try:
-        from hermes.config.settings import Settings
-        from hermes.routing import load_credentials, resolve_route
-
-        settings = Settings.load()
-        env = settings.env.as_dict()
-        route = resolve_route("tts", settings.config.data, env, load_credentials(settings.paths.auth, env))
-    except HermesError:
-        return True
-    if route.kind == "local" and route.vendor == "piper":
-        return True  # only ever a saved selection: it stays visible so the call can say what is missing
-    if route.kind == "local":
-        import shutil
-
-        return bool(shutil.which("espeak-ng") or shutil.which("espeak"))
-    return route.kind != "none"
-
-
 async def text_to_speech(args: dict[str, Any], **kw: Any) -> str:
     """Handler: see :func:`hermes.tools.audio.tts.speak`."""
     from hermes.tools.audio.tts import speak
@@ -68,7 +46,7 @@ registry.register(
     toolset="tts",
     schema=TEXT_TO_SPEECH_SCHEMA,
     handler=text_to_speech,
-    check_fn=text_to_speech_available,
+    check_fn=route_check("tts"),
     requires_env=[],
     is_async=True,
 )

@@ -135,9 +135,11 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def check_execute_code() -> bool:
+def check_execute_code() -> tuple[bool, str | None]:
     """Available on POSIX systems with a Python interpreter to start (instant, offline)."""
-    return os.name == "posix" and bool(sys.executable)
+    if os.name != "posix":
+        return False, "needs a POSIX system (Linux or macOS)"
+    return bool(sys.executable), None if sys.executable else "no Python interpreter to start (sys.executable is empty)"
 
 
 registry.register(

@@ -62,7 +62,7 @@ def _directory(kw: dict[str, Any]) -> ConnectorDirectory:
     return own or shared_directory()
 
 
-def connector_accounts_available() -> bool:
+def connector_accounts_available() -> tuple[bool, str | None]:
     """Offline: only for logins whose claims grant managed connectors (``managed_tools``)."""
     from hermes.errors import HermesError
 
@@ -71,9 +71,14 @@ def connector_accounts_available() -> bool:
         from hermes.routing import load_credentials
 
         settings = Settings.load()
-        return load_credentials(settings.paths.auth, settings.env.as_dict()).managed_tools
-    except HermesError:
-        return False
+        credentials = load_credentials(settings.paths.auth, settings.env.as_dict())
+    except HermesError as exc:
+        return False, f"the settings cannot be read: {exc}"
+    if credentials.managed_tools:
+        return True, None
+    if credentials.token_source is None:
+        return False, "needs a Nous Portal login with managed connectors ('hermes portal login')"
+    return False, "the Nous Portal login's plan does not include managed connectors"
 
 
 def connector_accounts(args: dict[str, Any], **kw: Any) -> dict[str, Any] | ToolResult:

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from hermes.tools.registry import registry
+from hermes.tools.routed.availability import route_check
 
 IMAGE_GENERATE_SCHEMA: dict[str, Any] = {
     "name": "image_generate",
@@ -37,22 +38,6 @@ IMAGE_GENERATE_SCHEMA: dict[str, Any] = {
 }
 
 
-def image_generate_available() -> bool:
-    """Offline: shown unless nothing at all could generate images (a misconfiguration stays visible)."""
-    from hermes.errors import HermesError
-
-    try:
-        from hermes.config.settings import Settings
-        from hermes.routing import load_credentials, resolve_route
-
-        settings = Settings.load()
-        env = settings.env.as_dict()
-        route = resolve_route("image_gen", settings.config.data, env, load_credentials(settings.paths.auth, env))
-    except HermesError:
-        return True  # the call will explain what is wrong (GW-3 wording)
-    return route.kind != "none"
-
-
 async def image_generate(args: dict[str, Any], **kw: Any) -> str:
     """Handler: see :func:`hermes.tools.image.generate.generate_image`."""
     from hermes.tools.image.generate import generate_image
@@ -66,7 +51,7 @@ registry.register(
     toolset="image_gen",
     schema=IMAGE_GENERATE_SCHEMA,
     handler=image_generate,
-    check_fn=image_generate_available,
+    check_fn=route_check("image_gen"),
     requires_env=[],
     is_async=True,
 )

@@ -85,11 +85,12 @@ PROCESS_SCHEMA: dict[str, Any] = {
 }
 
 
-def check_terminal_requirements() -> bool:
+def check_terminal_requirements() -> tuple[bool, str | None]:
     """The tools need bash (and a POSIX system for process groups)."""
     if os.name != "posix":
-        return False
-    return any(os.access(os.path.join(d, "bash"), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
+        return False, "needs a POSIX system (Linux or macOS)"
+    found = any(os.access(os.path.join(d, "bash"), os.X_OK) for d in os.environ.get("PATH", "").split(os.pathsep) if d)
+    return found, None if found else "needs the program bash on PATH"
 
 
 def _task_id(kw: dict[str, Any]) -> str:

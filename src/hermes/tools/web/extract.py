@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes.errors import ToolArgumentError
 from hermes.tools.registry import registry
+from hermes.tools.routed.availability import route_check
 
 MAX_URLS = 5
 
@@ -35,11 +36,6 @@ WEB_EXTRACT_SCHEMA: dict[str, Any] = {
         "additionalProperties": False,
     },
 }
-
-
-def check_web_extract() -> bool:
-    """Always available: pages can be fetched locally. Configuration problems are reported by the call itself."""
-    return True
 
 
 async def web_extract(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
@@ -66,7 +62,7 @@ registry.register(
     toolset="web",
     schema=WEB_EXTRACT_SCHEMA,
     handler=web_extract,
-    check_fn=check_web_extract,
+    check_fn=route_check("web.extract"),
     requires_env=[],
     is_async=True,
 )

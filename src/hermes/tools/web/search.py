@@ -15,6 +15,7 @@ from typing import Any
 
 from hermes.errors import ToolArgumentError
 from hermes.tools.registry import registry
+from hermes.tools.routed.availability import route_check
 
 MAX_QUERY = 1000
 DEFAULT_LIMIT = 5
@@ -40,11 +41,6 @@ WEB_SEARCH_SCHEMA: dict[str, Any] = {
 }
 
 
-def check_web_search() -> bool:
-    """Always available: a key-less backend exists. Configuration problems are reported by the call itself."""
-    return True
-
-
 async def web_search(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """Run the search on the route chosen now (see the module docstring)."""
     from hermes.tools.web.backends import describe, search
@@ -68,7 +64,7 @@ registry.register(
     toolset="web",
     schema=WEB_SEARCH_SCHEMA,
     handler=web_search,
-    check_fn=check_web_search,
+    check_fn=route_check("web.search"),
     requires_env=[],
     is_async=True,
 )
