@@ -213,6 +213,17 @@ def sensitive_for_reading(path: Path) -> str | None:
     return None
 
 
+def hidden_from_commands() -> tuple[list[Path], list[Path]]:
+    """(folders, files) of credential material that sandboxed commands must not see: the home folder's
+    credential stores and secret files (``~/.ssh`` and the rest of :data:`_HOME_CREDENTIAL_DIRS`) and
+    the system's password files. Paths are resolved; nothing is checked for existence."""
+    home = _home()
+    dirs = [home / d for d in (*_HOME_CREDENTIAL_DIRS, *_HOME_SECRET_DIRS)]
+    files = [home / f for f in (*_HOME_CREDENTIAL_FILES, *_HOME_SECRET_FILES)]
+    files += [Path(f) for f in _SYSTEM_SECRET_FILES]
+    return list(dict.fromkeys(dirs)), list(dict.fromkeys(files))
+
+
 def check_read(path: Path, field: str = "path") -> None:
     """Raise :class:`ToolError` when ``path`` is a sensitive file."""
     why = sensitive_for_reading(path)

@@ -160,8 +160,11 @@ def _no_person_message(pending: list[Verdict], why: str, session: SessionView | 
             f"(e.g. hermes config set approvals.allow '[{listed}]'), or set approvals.mode: yolo.")
 
 
-def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str = "command") -> None:
-    """Raise :class:`ApprovalDenied` unless ``command`` (with findings ``found``) may run now."""
+def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str = "command",
+          sandboxed: bool = False) -> None:
+    """Raise :class:`ApprovalDenied` unless ``command`` (with findings ``found``) may run now.
+
+    ``sandboxed``: the command will run inside the OS sandbox (:mod:`hermes.tools.sandbox`)."""
     for verdict in found:
         if verdict.level == "floor" or verdict.pattern_id in FLOOR_IDS:
             raise ApprovalDenied(_floor_message(verdict))
@@ -208,7 +211,7 @@ def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str =
                          "it in another form; ask the person what they want instead.")
 
 
-def authorize(command: str, kw: dict[str, Any], cwd: str | None = None) -> None:
-    """Classify ``command`` (to be run in ``cwd``) and run the approval flow; raises
-    :class:`ApprovalDenied` when it is refused."""
-    check(command, findings(command, cwd), kw)
+def authorize(command: str, kw: dict[str, Any], cwd: str | None = None, sandboxed: bool = False) -> None:
+    """Classify ``command`` (to be run in ``cwd``, inside the OS sandbox when ``sandboxed``) and run the
+    approval flow; raises :class:`ApprovalDenied` when it is refused."""
+    check(command, findings(command, cwd), kw, sandboxed=sandboxed)
