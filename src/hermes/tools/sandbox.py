@@ -170,6 +170,7 @@ class Plan:
     writable: list[str] = field(default_factory=list)
     network: bool = False
     refused: list[str] = field(default_factory=list)  # workspace candidates left read-only (too broad)
+    tmpdir: str = _PRIVATE_TMP  # TMPDIR inside
 
     def argv(self, bwrap: str, command: Sequence[str]) -> list[str]:
         hermes_home = _real(HermesPaths.current().home)
@@ -206,7 +207,7 @@ class Plan:
             seen = self._visible(path) and not any(_inside(path, d) for d in hidden_dirs)
             if (seen or any(_inside(path, s) for s in shown)) and os.path.isfile(path):
                 args += ["--ro-bind", "/dev/null", path]
-        args += ["--chdir", self.workdir, "--setenv", "TMPDIR", _PRIVATE_TMP, "--", *command]
+        args += ["--chdir", self.workdir, "--setenv", "TMPDIR", self.tmpdir, "--", *command]
         return args
 
     def _visible(self, path: str) -> bool:
@@ -247,12 +248,12 @@ def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
 
 
 def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[str] = (),
-         extra_writable: Iterable[str] = (), network: bool = False) -> Plan:
+         extra_writable: Iterable[str] = (), network: bool = False, tmpdir: str = _PRIVATE_TMP) -> Plan:
     """The sandbox for one command run in ``workdir``: ``workspaces`` (the command's and the session's
     working directories) become writable in ``workspace-write`` mode unless too broad, and so do
     ``sandbox.writable_paths`` and ``extra_writable`` (e.g. ``execute_code``'s run folder)."""
     hermes_home = _real(HermesPaths.current().home)
-    result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network)
+    result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
     if policy.mode == "workspace-write":
         for candidate in dict.fromkeys(_real(w) for w in (workdir, *workspaces)):
             if not os.path.isdir(candidate):
@@ -347,9 +348,10 @@ class Launch:
 
 
 def launch(policy: Policy, *, workdir: str, temp_dir: str | Path, workspaces: Iterable[str] = (),
-           extra_writable: Iterable[str] = (), network: bool = False, leave: bool = False) -> Launch:
+           extra_writable: Iterable[str] = (), network: bool = False, leave: bool = False,
+           tmpdir: str = _PRIVATE_TMP) -> Launch:
     """Decide how a command runs: sandboxed per ``policy`` when a sandbox works here, unless ``leave``
-    (the person approved running it outside)."""
+    (the person approved running it outside). ``temp_dir`` is ``/tmp`` inside; ``tmpdir`` is TMPDIR."""
     if not policy.enabled:
         return Launch(policy, None, why_not="sandbox.mode is full-access")
     if leave:
@@ -358,5 +360,5 @@ def launch(policy: Policy, *, workdir: str, temp_dir: str | Path, workspaces: It
     if not found.available:
         return Launch(policy, None, why_not=found.missing)
     chosen = plan(policy, workdir=workdir, temp_dir=str(temp_dir), workspaces=workspaces,
-                  extra_writable=extra_writable, network=network or policy.network)
+                  extra_writable=extra_writable, network=network or policy.network, tmpdir=tmpdir)
     return Launch(policy, chosen, bwrap=found.bwrap)

@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hermes.tools.terminal.tool  # noqa: F401 - registers the tools
+from fakes.processes import alive as _alive
+from fakes.processes import marked as _marked
+from fakes.processes import new_marker as _marker
 from fakes.tool_session import FakeSession, ScriptedSink
 from hermes.config.paths import HermesPaths
 from hermes.config.settings import Settings
@@ -51,36 +53,6 @@ def _cleanup(hermes_home: Path) -> Iterator[None]:
     yield
     for task in ("t-terminal", "t-other", "t-fuzz", "s-approve"):
         manager.kill_session(task)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
-def _marked(marker: str) -> list[int]:
-    """Host pids of the live processes with ``marker`` as an argument (found from outside any sandbox: the
-    pid a sandboxed shell sees in ``$!`` belongs to its own PID namespace)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                args = fh.read().split(b"\0")
-        except OSError:
-            continue
-        if marker.encode() in args and _alive(int(entry)):
-            found.append(int(entry))
-    return found
-
-
-def _marker() -> str:
-    """A ``sleep`` duration no other process uses."""
-    return f"61.{uuid.uuid4().int % 10**9:09d}"
 
 
 def _eventually(predicate: Any, timeout: float = 5.0) -> bool:
