@@ -171,6 +171,7 @@ class Plan:
     network: bool = False
     refused: list[str] = field(default_factory=list)  # workspace candidates left read-only (too broad)
     tmpdir: str = _PRIVATE_TMP  # TMPDIR inside
+    readable: list[str] = field(default_factory=list)  # shown read-only although under the host's /tmp
 
     def argv(self, bwrap: str, command: Sequence[str]) -> list[str]:
         hermes_home = _real(HermesPaths.current().home)
@@ -187,6 +188,9 @@ class Plan:
         binds = sorted(set(self.writable), key=lambda p: (p.count("/"), p))
         for path in binds:
             args += ["--bind", path, path]
+        for path in self.readable:
+            if not any(_inside(path, w) for w in binds) and (_inside(path, _PRIVATE_TMP) or _inside(path, _HIDDEN_RUN)):
+                args += ["--ro-bind", path, path]
         hidden_dirs, hidden_files = _hidden(hermes_home)
         hidden_dirs = [d for d in hidden_dirs if self._visible(d)]
         # what lies inside a hidden folder but must stay: writable paths, HERMES_HOME's skills
@@ -214,7 +218,7 @@ class Plan:
         """Whether ``path`` is seen inside at all (the host's /tmp and /run are replaced)."""
         if not (_inside(path, _PRIVATE_TMP) or _inside(path, _HIDDEN_RUN)):
             return os.path.lexists(path)
-        return any(_inside(path, w) for w in self.writable) and os.path.lexists(path)
+        return any(_inside(path, w) for w in (*self.writable, *self.readable)) and os.path.lexists(path)
 
 
 #: new namespaces for everything, no capabilities left (also when hermes runs as root); the sandbox
@@ -254,10 +258,10 @@ def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[st
     ``sandbox.writable_paths`` and ``extra_writable`` (e.g. ``execute_code``'s run folder)."""
     hermes_home = _real(HermesPaths.current().home)
     result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
+    candidates = [c for c in dict.fromkeys(_real(w) for w in (workdir, *workspaces)) if os.path.isdir(c)]
+    result.readable = candidates
     if policy.mode == "workspace-write":
-        for candidate in dict.fromkeys(_real(w) for w in (workdir, *workspaces)):
-            if not os.path.isdir(candidate):
-                continue
+        for candidate in candidates:
             if _too_broad(candidate, hermes_home):
                 result.refused.append(candidate)
             else:
