@@ -28,7 +28,8 @@ _MAX_ENTRIES = 50_000
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true",
-                        help="also the toolsets of each surface, storage paths and sizes, and the cron scheduler")
+                        help="also the toolsets of each surface, storage paths and sizes, the cron scheduler "
+                             "and the command sandbox")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
