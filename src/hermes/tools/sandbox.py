@@ -231,7 +231,7 @@ def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
 
     dirs, files = hidden_from_commands()
     home = _real(Path.home())
-    hidden = [hermes_home, *(_real(d) for d in dirs)]
+    hidden = [hermes_home, *(_real(d) for d in dirs if os.path.lexists(d))]
     for parent in ("/home", "/root", "/Users"):
         if _inside(home, parent) and parent != home and os.path.isdir(parent):
             try:
@@ -245,8 +245,9 @@ def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
     if temp_root != _PRIVATE_TMP:  # other runs' temp folders, when the host's temp is not /tmp
         with contextlib.suppress(OSError):
             hidden += [os.path.join(temp_root, n) for n in os.listdir(temp_root) if n.startswith(_TEMP_PREFIXES)]
-    secret_files = [_real(f) for f in files]
-    secret_files += [_real(p) for p in HermesPaths.current().protected_files()]
+    # only files that exist and that this user could open need covering (one stat for most candidates)
+    candidates = [*files, *HermesPaths.current().protected_files()]
+    secret_files = [_real(f) for f in candidates if os.access(f, os.R_OK)]
     kept = [d for d in dict.fromkeys(hidden) if os.path.isdir(d)]
     return sorted(kept, key=lambda p: (p.count("/"), p)), list(dict.fromkeys(secret_files))
 
