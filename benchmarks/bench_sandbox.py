@@ -9,7 +9,9 @@ Runs ``true`` directly and ``true`` inside the sandbox exactly as ``terminal`` w
 default ``workspace-write`` plan for a workspace in a temp folder, with HERMES_HOME inside it so the
 hiding rules apply), alternating the two so load on the machine hits both alike. Prints p50 and p90
 wall time of each, the difference (the overhead) in ms and the ratio. Also times ``bash -c true``
-both ways, which is what a terminal call actually starts. Tests never assert these timings.
+both ways, which is what a terminal call actually starts, and a bare ``bwrap`` (the same namespaces,
+``/`` read-only, ``/dev`` and ``/proc``, none of the plan's mounts) to show what bubblewrap itself
+costs. Tests never assert these timings.
 """
 
 from __future__ import annotations
@@ -64,17 +66,22 @@ def main() -> int:
             outside: list[float] = []
             inside: list[float] = []
             plan_cost: list[float] = []
+            floor: list[float] = []  # bwrap with only the namespaces, / read-only, /dev and /proc
+            bare = [str(found.bwrap), *sandbox._NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                    "--"]
             for _ in range(args.runs):
                 outside.append(_time(command, str(workspace)))
                 started = time.perf_counter()
                 wrapped = sandbox.launch(sandbox.Policy(), workdir=str(workspace), temp_dir=temp).argv(list(command))
                 plan_cost.append(time.perf_counter() - started)
                 inside.append(_time(wrapped, str(workspace)) + plan_cost[-1])
+                floor.append(_time([*bare, *command], str(workspace)))
             p50_out, p50_in = _pct(outside, 0.5), _pct(inside, 0.5)
             print(f"{label:<14} outside p50 {p50_out:6.2f} ms  p90 {_pct(outside, 0.9):6.2f} ms | "
                   f"sandboxed p50 {p50_in:6.2f} ms  p90 {_pct(inside, 0.9):6.2f} ms | "
                   f"overhead p50 {p50_in - p50_out:5.2f} ms, ratio {p50_in / p50_out:4.1f}x "
-                  f"(of which building the bwrap command line {statistics.median(plan_cost) * 1000:.2f} ms)")
+                  f"(of which building the bwrap command line {statistics.median(plan_cost) * 1000:.2f} ms; "
+                  f"bare bwrap p50 {_pct(floor, 0.5):.2f} ms)")
     return 0
 
 

@@ -7,7 +7,7 @@ every capability dropped, so the rules hold for root too:
   working directory and the session's working directory, unless one of them is ``/``, the home folder
   itself, a system folder or HERMES_HOME), the paths listed in ``sandbox.writable_paths`` and the
   session's temp folder, which the command sees as ``/tmp`` (``TMPDIR=/tmp``);
-* **hidden** (an empty read-only folder, or ``/dev/null`` for a file): HERMES_HOME except its
+* **hidden** (an empty folder without write permission, or ``/dev/null`` for a file): HERMES_HOME except its
   ``skills`` and ``plugins`` folders, the home folder's credential stores (``~/.ssh``, ``~/.aws``,
   ``~/.gnupg``, ``.netrc``, … :func:`hermes.tools.paths.hidden_from_commands`), ``/etc/shadow``, the
   other users' home folders, the host's ``/tmp`` and ``/run`` (where the sockets of tmux, Docker, D-Bus
@@ -179,12 +179,11 @@ class Plan:
         if self.network:
             args.append("--share-net")
         args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                 "--bind", self.temp_dir, _PRIVATE_TMP, "--tmpfs", _HIDDEN_RUN]
+                 "--bind", self.temp_dir, _PRIVATE_TMP, *_EMPTY, _HIDDEN_RUN]
         if self.network:
             for keep in _RUN_NETWORK:
                 if os.path.isdir(keep):
                     args += ["--ro-bind", keep, keep]
-        args += ["--remount-ro", _HIDDEN_RUN]
         binds = sorted(set(self.writable), key=lambda p: (p.count("/"), p))
         for path in binds:
             args += ["--bind", path, path]
@@ -199,11 +198,9 @@ class Plan:
             inner += [(os.path.join(hermes_home, n), "--ro-bind") for n in HOME_VISIBLE
                       if os.path.isdir(os.path.join(hermes_home, n))]
         for path in hidden_dirs:
-            args += ["--tmpfs", path]
-        for path, _ in inner:  # mount points, made before the hidden folders turn read-only
+            args += [*_EMPTY, path]
+        for path, _ in inner:  # mount points (made by bwrap, which may still write there)
             args += ["--dir", path]
-        for path in hidden_dirs:
-            args += ["--remount-ro", path]
         for path, how in inner:
             args += [how, path, path]
         shown = [path for path, _ in inner]
@@ -221,6 +218,10 @@ class Plan:
         return any(_inside(path, w) for w in (*self.writable, *self.readable)) and os.path.lexists(path)
 
 
+#: an empty folder the command cannot write into (mode 0555; cheaper than a tmpfs and a read-only remount,
+#: which costs a mount operation more per hidden folder; what a command could put there after a chmod
+#: is thrown away with the sandbox)
+_EMPTY = ("--perms", "0555", "--tmpfs")
 #: new namespaces for everything, no capabilities left (also when hermes runs as root); the sandbox
 #: dies with hermes
 _NAMESPACES = ("--unshare-all", "--unshare-user", "--cap-drop", "ALL", "--die-with-parent")
