@@ -247,6 +247,7 @@ def test_writable_paths_from_config(ws: Path) -> None:
 def test_a_broad_workdir_is_not_writable(ws: Path) -> None:
     r = term({"command": "touch hermes-sandbox-broad", "workdir": "/"})
     assert r["exit_code"] != 0 and not Path("/hermes-sandbox-broad").exists()
+    assert "/ stays read-only" in r["sandbox_note"]
 
 
 def test_the_session_tmp_persists_between_commands(ws: Path) -> None:

@@ -346,6 +346,14 @@ class Launch:
             return command
         return self.plan.argv(self.bwrap, command)
 
+    def note(self) -> str | None:
+        """What the model should know when its working directory could not be made writable."""
+        if self.plan is None or not self.plan.refused:
+            return None
+        return (f"{', '.join(self.plan.refused)} stays read-only in the sandbox (/, the home folder, system "
+                "folders and HERMES_HOME are never a workspace); work in a project folder, or the person can add "
+                "a folder to sandbox.writable_paths")
+
     def label(self) -> str:
         """What a tool result says about it: the mode (with ``+network``), or ``off (why)``."""
         if self.plan is None:

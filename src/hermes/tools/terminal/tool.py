@@ -159,6 +159,8 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
     result = run_foreground(command, cwd=cwd, env=env, timeout=min(max(timeout, 1), MAX_TIMEOUT), wrap=launch.argv)
     result["workdir"] = cwd
     result["sandbox"] = launch.label()
+    if launch.note():
+        result["sandbox_note"] = launch.note()
     return json.dumps(result, ensure_ascii=False)
 
 
