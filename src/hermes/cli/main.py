@@ -28,7 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("connectors", "connectors", "your connector accounts (Gmail home, Gmail work…): list, rename, remove"),
     ("model", "model", "choose the inference provider and model (Nous: offers the Tool Gateway)"),
-    ("status", "status", "model endpoint and tool routing; --full: toolsets, storage, scheduler"),
+    ("status", "status", "model endpoint and tool routing; --full: toolsets, storage, scheduler, sandbox"),
 )
 
 

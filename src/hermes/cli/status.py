@@ -1,6 +1,7 @@
 """``hermes status [--full] [--json]``: the model a chat would run and the Tool Gateway routing; ``--full`` adds the
 toolsets of each surface with the tools ready here (counted as ``hermes tools list`` counts them, plugins
-included), storage paths and sizes, and the cron scheduler.
+included), storage paths and sizes, the cron scheduler and the command sandbox (whether it can run here,
+and what is missing when not).
 
 Secrets are never shown: the model section names the variable the API key comes from, not the key. The
 gateway section is the same report as ``hermes portal info`` (no network, no refresh). Only argparse is
@@ -28,7 +29,8 @@ _MAX_ENTRIES = 50_000
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--full", action="store_true",
-                        help="also the toolsets of each surface, storage paths and sizes, and the cron scheduler")
+                        help="also the toolsets of each surface, storage paths and sizes, the cron scheduler "
+                             "and the command sandbox")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
@@ -57,7 +59,23 @@ def collect(settings: Settings, *, full: bool) -> dict[str, Any]:
         data["toolsets"] = toolsets_by_surface(settings)
         data["storage"] = storage(settings.paths.home)
         data["scheduler"] = scheduler(settings.paths.home)
+        data["sandbox"] = sandbox_status(settings)
     return data
+
+
+def sandbox_status(settings: Settings) -> dict[str, Any]:
+    """The OS sandbox of terminal and execute_code: the configured mode and whether it works here."""
+    from hermes.errors import ConfigError
+    from hermes.tools import sandbox
+
+    try:
+        policy = sandbox.load_policy(settings.config)
+    except ConfigError as exc:
+        found = sandbox.support()
+        return {"mode": None, "active": False, "available": found.available, "backend": found.backend,
+                "missing": found.missing, "error": str(exc),
+                "note": "commands are refused until the sandbox settings are fixed"}
+    return sandbox.describe(policy)
 
 
 def model_status(settings: Settings) -> dict[str, Any]:
@@ -213,6 +231,16 @@ def render(data: dict[str, Any]) -> list[str]:
         for item in st["items"]:
             size = (_human(item["bytes"]) + ("" if item["complete"] else "+")) if item["exists"] else "—"
             lines.append(f"  {item['name']:<14}{size:>10}  {item['path']}")
+    if "sandbox" in data:
+        sb = data["sandbox"]
+        lines.append("◆ Command sandbox (terminal, process_manage, execute_code)")
+        if sb.get("error"):
+            lines.append(f"  ✗ {sb['error']}")
+        elif sb["active"]:
+            net = "network allowed" if sb["network"] else "no network"
+            lines.append(f"  ✓ {sb['mode']} via {sb['backend']} — {net}")
+        else:
+            lines.append(f"  ✗ not active: {sb['note']}")
     if "scheduler" in data:
         sc = data["scheduler"]
         if sc["running"]:

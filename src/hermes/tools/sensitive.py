@@ -141,6 +141,17 @@ def sensitive_by_name(path: Path) -> str | None:
     return None
 
 
+def hidden_from_commands() -> tuple[list[Path], list[Path]]:
+    """(folders, files) of credential material that sandboxed commands must not see: the current home
+    folder's credential stores and secret files (``~/.ssh`` and the rest of :data:`HOME_CREDENTIAL_DIRS`)
+    and the system's password files. Nothing is checked for existence."""
+    home = current_home()
+    dirs = [home / d for d in (*HOME_CREDENTIAL_DIRS, *HOME_SECRET_DIRS)]
+    files = [home / f for f in (*HOME_CREDENTIAL_FILES, *HOME_SECRET_FILES)]
+    files += [Path(f) for f in SYSTEM_SECRET_FILES]
+    return list(dict.fromkeys(dirs)), list(dict.fromkeys(files))
+
+
 # -- identities --------------------------------------------------------------------------------------
 def _homes() -> list[Path]:
     found = {str(current_home()), "/root", *_account_homes()}

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 import hermes.tools.code.tool  # registers execute_code
 import hermes.tools.todo.tool  # noqa: F401 - registers todo_list (an intercepted tool)
+from fakes.processes import marked, new_marker
 from hermes.redact import MASK
 from hermes.tools.code import limits as code_limits
 from hermes.tools.code import rpc as code_rpc
@@ -251,24 +252,15 @@ def test_tool_call_limit(tools: Recorder) -> None:
     assert any("limit" in n for n in out["notes"])
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie is dead, only not yet reaped
-
-
-def test_timeout_kills_the_script_and_its_children(tools: Recorder, tmp_path: Path) -> None:
+def test_timeout_kills_the_script_and_its_children(tools: Recorder, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the workspace: the script may write its pid file here
     pid_file = tmp_path / "grandchild.pid"
+    marker = new_marker()
     started = time.monotonic()
     out = run(f"""
         import subprocess, sys
-        child = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)"])
+        child = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.05)", {marker!r}])
         open({str(pid_file)!r}, "w").write(str(child.pid))
         print("started", flush=True)
         while True:
@@ -278,11 +270,11 @@ def test_timeout_kills_the_script_and_its_children(tools: Recorder, tmp_path: Pa
     assert out["timed_out"] is True and out["exit_code"] == -9, out
     assert out["stdout"].strip() == "started"
     assert "timeout" in out["notes"][0]
-    grandchild = int(pid_file.read_text())
+    assert int(pid_file.read_text()) > 0  # the grandchild was started
     deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(grandchild)
+    assert not marked(marker)
 
 
 def test_stdout_is_capped_with_head_tail_and_marker(tools: Recorder) -> None:
@@ -567,8 +559,9 @@ def test_python_is_the_interpreter_of_the_child(tools: Recorder) -> None:
     assert out["stdout"].strip() == str(tuple(sys.version_info[:2]))
 
 
-def test_interrupted_session_kills_the_script(tmp_path: Path) -> None:
+def test_interrupted_session_kills_the_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An interrupted turn (the session's ``interrupted`` flag) stops a running script at once."""
+    monkeypatch.chdir(tmp_path)  # the workspace: the script writes its marker here
     from hermes.tools.registry import registry
     from hermes.tools.toolsets import Surface
 

@@ -21,6 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hermes.tools.terminal.tool  # noqa: F401 - registers the tools
+from fakes.processes import alive as _alive
+from fakes.processes import marked as _marked
+from fakes.processes import new_marker as _marker
 from fakes.tool_session import FakeSession, ScriptedSink
 from hermes.config.paths import HermesPaths
 from hermes.config.settings import Settings
@@ -59,14 +62,6 @@ def _cleanup(hermes_home: Path) -> Iterator[None]:
         manager.kill_session(task)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
-
-
 def _eventually(predicate: Any, timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -95,15 +90,16 @@ def test_stdin_is_closed_and_workdir_is_checked(tmp_path: Path) -> None:
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path, allow_unproven: None) -> None:
     pidfile = tmp_path / "child.pid"
+    marker = _marker()
     started = time.monotonic()
-    r = run({"command": f"sleep 30 & echo $! > {pidfile}; echo started; sleep 30", "timeout": 1,
+    r = run({"command": f"sleep {marker} & echo $! > {pidfile}; echo started; sleep 30", "timeout": 1,
              "workdir": str(tmp_path)})
     assert time.monotonic() - started < 10
     assert r["timed_out"] is True and "killed" in r["note"]
     assert r["output"] == "started\n"
     assert r["signal"] in ("SIGTERM", "SIGKILL")
-    child = int(pidfile.read_text())
-    assert _eventually(lambda: not _alive(child)), "the background child survived the timeout"
+    assert int(pidfile.read_text()) > 0  # the child was started
+    assert _eventually(lambda: not _marked(marker)), "the background child survived the timeout"
 
 
 def test_output_is_capped_with_a_marker(tmp_path: Path) -> None:
@@ -156,19 +152,20 @@ def test_background_poll_write_log_wait(tmp_path: Path, allow_unproven: None) ->
 
 def test_wait_times_out_and_kill_stops_the_group(tmp_path: Path, allow_unproven: None) -> None:
     pidfile = tmp_path / "grandchild.pid"
+    marker = _marker()
     # the pid file appears whole (written aside, then renamed): `echo > file` creates it empty first
-    started = run({"command": f"sleep 60 & echo $! > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; sleep 60",
+    started = run({"command": f"sleep {marker} & echo $! > {pidfile}.tmp && mv {pidfile}.tmp {pidfile}; sleep 60",
                    "background": True,
                    "workdir": str(tmp_path)})
     pid = started["process_id"]
     waited = pm({"action": "wait", "process_id": pid, "timeout": 0})
     assert waited["timed_out"] is True and waited["status"] == "running"
     assert _eventually(pidfile.exists)
+    assert _eventually(lambda: bool(_marked(marker)))  # the grandchild runs
     killed = pm({"action": "kill", "process_id": pid})
     assert killed["status"] == "killed" and killed["was_running"] is True
     assert killed["exit_code"] in (128 + 15, 128 + 9)
-    grandchild = int(pidfile.read_text())
-    assert _eventually(lambda: not _alive(grandchild))
+    assert _eventually(lambda: not _marked(marker))
 
 
 def test_eof_closes_stdin(tmp_path: Path) -> None:
@@ -187,23 +184,40 @@ def test_write_to_a_process_that_does_not_read(tmp_path: Path, monkeypatch: pyte
     assert pm({"action": "kill", "process_id": pid})["status"] == "killed"
 
 
-def test_kill_reaches_children_left_behind(tmp_path: Path, allow_unproven: None) -> None:
+def test_kill_reaches_children_left_behind(tmp_path: Path, hermes_home: Path) -> None:
+    """Unsandboxed, a child left behind by an exited command lives on until kill reaches it."""
+    (hermes_home / "config.yaml").write_text("sandbox:\n  mode: full-access\napprovals:\n  allow: [unproven]\n",
+                                             encoding="utf-8")
     pidfile = tmp_path / "orphan.pid"
-    pid = run({"command": f"sleep 60 & echo $! > {pidfile}; exit 0", "background": True,
+    marker = _marker()
+    pid = run({"command": f"sleep {marker} & echo $! > {pidfile}; exit 0", "background": True,
                "workdir": str(tmp_path)})["process_id"]
     assert pm({"action": "wait", "process_id": pid, "timeout": 10})["exit_code"] == 0
     orphan = int(pidfile.read_text())
-    assert _alive(orphan)
+    assert _marked(marker) == [orphan]
     pm({"action": "kill", "process_id": pid})
     assert _eventually(lambda: not _alive(orphan))
 
 
+def test_sandboxed_children_end_with_their_command(tmp_path: Path) -> None:
+    """In the sandbox (its own PID namespace) nothing a command left behind outlives it."""
+    pidfile = tmp_path / "orphan.pid"
+    marker = _marker()
+    started = run({"command": f"sleep {marker} & echo $! > {pidfile}; exit 0", "background": True,
+                   "workdir": str(tmp_path)})
+    assert started["sandbox"] == "workspace-write"
+    assert pm({"action": "wait", "process_id": started["process_id"], "timeout": 10})["exit_code"] == 0
+    assert pidfile.read_text().strip()  # the child was started
+    assert _eventually(lambda: not _marked(marker))
+
+
 def test_background_processes_die_with_hermes(tmp_path: Path, hermes_home: Path) -> None:
     pidfile = tmp_path / "bg.pid"
+    marker = _marker()
     script = (
         "import json, hermes.tools.terminal.tool\n"
         "from hermes.tools.registry import registry\n"
-        f"r = registry.dispatch('terminal', {{'command': 'echo $$ > {pidfile}; sleep 60', 'background': True}})\n"
+        f"r = registry.dispatch('terminal', {{'command': 'echo $$ > {pidfile}; sleep {marker}', 'background': True}})\n"
         "assert 'process_id' in json.loads(r), r\n"
         "import time\n"
         f"while not open('{pidfile}').read().strip() if __import__('os').path.exists('{pidfile}') else True:\n"
@@ -211,7 +225,7 @@ def test_background_processes_die_with_hermes(tmp_path: Path, hermes_home: Path)
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
-    assert _eventually(lambda: not _alive(int(pidfile.read_text())))
+    assert _eventually(lambda: not _marked(marker))
 
 
 def test_processes_are_per_session(tmp_path: Path) -> None:

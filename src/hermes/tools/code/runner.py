@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.redact import redact, secret_values
+from hermes.tools import sandbox as os_sandbox
 from hermes.tools.code.limits import CodeLimits
 from hermes.tools.code.rpc import Dispatcher, RpcServer
 from hermes.tools.code.sandbox import ChildProcess, child_env
@@ -66,12 +67,19 @@ def run_script(
     cwd: str | None = None,
     use_tcp: bool = False,
     cancelled: Callable[[], bool] | None = None,
+    policy: os_sandbox.Policy | None = None,
 ) -> dict[str, Any]:
     """Run ``code`` as a script that may call ``entries`` through ``dispatcher``; the result dict.
 
     Keys: ``stdout``, ``stderr``, ``exit_code`` (negative: killed by that signal), ``tool_calls_made``,
     ``duration_seconds``, ``stdout_truncated``, ``stderr_truncated``, ``timed_out``,
-    ``tool_call_limit_reached`` and, when something needs saying, ``notes``.
+    ``tool_call_limit_reached``, ``sandbox`` and, when something needs saying, ``notes``.
+
+    The script runs in the OS sandbox (:mod:`hermes.tools.sandbox`) per ``policy`` (None: HERMES_HOME's
+    ``sandbox.*`` settings): its working directory and the run folder are writable, ``/tmp`` is the run's
+    own temp folder. The RPC socket lives
+    in the run folder, so it is reached whatever the network setting; over loopback TCP (no Unix sockets)
+    the script needs the network namespace, so it keeps the host's.
     """
     started = time.monotonic()
     run_dir = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX))
@@ -88,12 +96,17 @@ def run_script(
                        render_module(entries, server.address, server.token, limits.max_message_bytes))
         _write_private(run_dir / SCRIPT_NAME, code)
         server.start()
+        workdir = cwd or _working_dir(run_dir)
+        launch = os_sandbox.launch(policy or os_sandbox.load_policy(), workdir=workdir, temp_dir=tmp_dir,
+                                workspaces=[workdir], extra_writable=[str(run_dir)],
+                                network=server.transport == "tcp", tmpdir=str(tmp_dir))
         child = ChildProcess(
             [sys.executable, str(run_dir / SCRIPT_NAME)],
-            cwd=cwd or _working_dir(run_dir),
+            cwd=workdir,
             env=child_env(run_dir, tmp_dir, limits.env_passthrough),
             out_limit=limits.max_output_chars * 4,
             err_limit=limits.max_stderr_chars * 4,
+            wrap=launch.argv,
         )
         deadline = started + timeout
         interrupted = False
@@ -136,6 +149,7 @@ def run_script(
             "stderr_truncated": stderr_cut,
             "timed_out": timed_out,
             "tool_call_limit_reached": server.limit_hit,
+            "sandbox": launch.label(),
         }
         if notes:
             result["notes"] = notes

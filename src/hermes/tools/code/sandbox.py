@@ -123,11 +123,13 @@ class ChildProcess:
     Each reader thread owns its pipe and closes it at end of file.
     """
 
-    def __init__(self, argv: list[str], *, cwd: str, env: dict[str, str], out_limit: int, err_limit: int) -> None:
+    def __init__(self, argv: list[str], *, cwd: str, env: dict[str, str], out_limit: int, err_limit: int,
+                 wrap: Callable[[list[str]], list[str]] | None = None) -> None:
         self.stdout = CappedOutput(out_limit)
         self.stderr = CappedOutput(err_limit)
         self.proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            wrap(argv) if wrap is not None else argv, cwd=cwd, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True, close_fds=True,
         )
         self._closed: int | None = None

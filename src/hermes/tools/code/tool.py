@@ -105,8 +105,10 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
         raise ToolError("'code' must be a non-empty Python script")
     session = session_of(kw)
     from hermes.tools.code.limits import allowed_tools, load_limits  # first call, not discovery
+    from hermes.tools.sandbox import load_policy
 
     limits = load_limits(session.settings if session is not None else None)
+    policy = load_policy(session.settings if session is not None and session.settings is not None else None)
     raw_timeout = args.get("timeout")
     timeout = limits.default_timeout if raw_timeout is None else int(raw_timeout)
     timeout = max(1, min(timeout, MAX_TIMEOUT))
@@ -130,7 +132,7 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
         return bool(getattr(session, "interrupted", False))
 
     result = run_script(code, timeout=timeout, entries=entries, dispatcher=dispatcher, limits=limits,
-                        cancelled=cancelled)
+                        cancelled=cancelled, policy=policy)
     result["tools_available"] = list(names)
     return json.dumps(result, ensure_ascii=False)
 

@@ -194,7 +194,8 @@ def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str =
           sandboxed: bool = False) -> None:
     """Raise :class:`ApprovalDenied` unless ``command`` (with findings ``found``) may run now.
 
-    ``sandboxed``: the command runs inside an OS sandbox, so ``unproven`` findings need no approval."""
+    ``sandboxed``: the command runs inside the OS sandbox (:mod:`hermes.tools.sandbox`), so ``unproven``
+    findings need no approval."""
     for verdict in found:
         if verdict.level == "floor" or verdict.pattern_id in FLOOR_IDS:
             raise ApprovalDenied(_floor_message(verdict))

@@ -48,6 +48,9 @@ PATTERNS: dict[str, tuple[Level, str]] = {
     "docker_prune": ("dangerous", "docker/podman prune (deletes containers, images or volumes)"),
     "package_uninstall": ("dangerous", "uninstalling packages"),
     "uninspectable": ("dangerous", "command nested too deeply to inspect"),
+    # -- asking for more than the OS sandbox gives (terminal's network / sandbox arguments) --------
+    "sandbox_network": ("dangerous", "network access from inside the sandbox"),
+    "sandbox_escape": ("dangerous", "running a command outside the sandbox"),
 }
 
 FLOOR_IDS = frozenset(k for k, (level, _) in PATTERNS.items() if level == "floor")

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hermes.errors import ToolError
-from hermes.tools.terminal.runner import describe_exit, kill_group, pump, signal_group, spawn
+from hermes.tools.terminal.runner import Wrapper, describe_exit, kill_group, pump, signal_group, spawn
 
 BUFFER_CHARS = 1_000_000
 MAX_PER_SESSION = 16
@@ -72,8 +72,10 @@ class RingBuffer:
 class BackgroundProcess:
     """One tracked process."""
 
-    def __init__(self, pid_label: str, task_id: str, command: str, cwd: str, proc: subprocess.Popen[bytes]) -> None:
+    def __init__(self, pid_label: str, task_id: str, command: str, cwd: str, proc: subprocess.Popen[bytes],
+                 sandbox: str = "off") -> None:
         self.id = pid_label
+        self.sandbox = sandbox  # the sandbox it runs in, as terminal's result names it ("off": none)
         self.task_id = task_id
         self.command = command
         self.cwd = cwd
@@ -106,6 +108,7 @@ class BackgroundProcess:
             "pid": self.proc.pid,
             "status": "running" if running else ("killed" if self.killed else "exited"),
             "workdir": self.cwd,
+            "sandbox": self.sandbox,
             "runtime_s": round((self.ended or time.time()) - self.started, 1),
             "output_chars": self.output.total,
         }
@@ -190,7 +193,8 @@ class ProcessManager:
         self._ids = itertools.count(1)
         self._atexit = False
 
-    def start(self, task_id: str, command: str, cwd: str, env: Mapping[str, str]) -> BackgroundProcess:
+    def start(self, task_id: str, command: str, cwd: str, env: Mapping[str, str], *,
+              wrap: Wrapper | None = None, sandbox: str = "off") -> BackgroundProcess:
         with self._lock:
             mine = self._by_task.setdefault(task_id, {})
             running = [p for p in mine.values() if p.running]
@@ -205,8 +209,8 @@ class ProcessManager:
             if not self._atexit:
                 atexit.register(self.shutdown)
                 self._atexit = True
-        proc = spawn(command, cwd, env, stdin=subprocess.PIPE)
-        record = BackgroundProcess(label, task_id, command, cwd, proc)
+        proc = spawn(command, cwd, env, stdin=subprocess.PIPE, wrap=wrap)
+        record = BackgroundProcess(label, task_id, command, cwd, proc, sandbox)
         with self._lock:
             self._by_task.setdefault(task_id, {})[label] = record
         return record

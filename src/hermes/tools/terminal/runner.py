@@ -14,7 +14,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
 from hermes.redact import is_secret_name, redact, secret_values
@@ -132,10 +132,16 @@ def describe_exit(returncode: int | None) -> dict[str, Any]:
     return {"exit_code": returncode}
 
 
-def spawn(command: str, cwd: str, env: Mapping[str, str], *, stdin: int) -> subprocess.Popen[bytes]:
-    """Start ``bash -c command`` in its own session with stdout and stderr merged into one pipe."""
+#: turns the ``bash -c`` command line into the one started (the sandbox wraps it in ``bwrap``)
+Wrapper = Callable[[list[str]], list[str]]
+
+
+def spawn(command: str, cwd: str, env: Mapping[str, str], *, stdin: int,
+          wrap: Wrapper | None = None) -> subprocess.Popen[bytes]:
+    """Start ``bash -c command`` (through ``wrap``) in its own session with stdout and stderr merged."""
+    argv = ["bash", "-c", command]
     return subprocess.Popen(
-        ["bash", "-c", command],
+        wrap(argv) if wrap is not None else argv,
         cwd=cwd,
         env=dict(env),
         stdin=stdin,
@@ -147,10 +153,10 @@ def spawn(command: str, cwd: str, env: Mapping[str, str], *, stdin: int) -> subp
 
 
 def run_foreground(command: str, *, cwd: str, env: Mapping[str, str], timeout: float,
-                   max_chars: int = MAX_OUTPUT_CHARS) -> dict[str, Any]:
+                   max_chars: int = MAX_OUTPUT_CHARS, wrap: Wrapper | None = None) -> dict[str, Any]:
     """Run ``command`` to completion or until ``timeout``; returns the tool's result fields."""
     started = time.monotonic()
-    proc = spawn(command, cwd, env, stdin=subprocess.DEVNULL)
+    proc = spawn(command, cwd, env, stdin=subprocess.DEVNULL, wrap=wrap)
     out = CappedOutput(max_chars)
     assert proc.stdout is not None
     reader = threading.Thread(target=pump, args=(proc.stdout, out), name="terminal-output", daemon=True)

@@ -36,9 +36,14 @@ TERMINAL_SCHEMA: dict[str, Any] = {
         "Run a shell command with bash and return its output (stdout and stderr merged, long output cut in "
         "the middle), exit code and duration. Each call is a fresh shell: use 'workdir' instead of cd. "
         "Commands that wait for input get end-of-file. Long-running commands (servers, watchers) should use "
-        "background=true and be followed with process_manage. Dangerous commands (recursive deletes, force "
-        "pushes, curl | sh, ...) need the person's approval; a few (rm -rf /, mkfs, fork bombs, ...) are "
-        "never run."
+        "background=true and be followed with process_manage. Commands run in an OS sandbox (where one can "
+        "be set up; the result's 'sandbox' says which): the working directory, the session's workspace and "
+        "/tmp (private to the session) are writable, everything else is read-only, hermes's secrets, ~/.ssh "
+        "and other credential files are hidden, and there is no network. network=true asks the person to "
+        "let this command reach the network; sandbox=false asks the person to run it outside the sandbox "
+        "(use it only when a command fails because of the sandbox). Dangerous commands (recursive deletes, "
+        "force pushes, curl | sh, ...) need the person's approval; a few (rm -rf /, mkfs, fork bombs, ...) "
+        "are never run."
     ),
     "parameters": {
         "type": "object",
@@ -51,6 +56,12 @@ TERMINAL_SCHEMA: dict[str, Any] = {
                         "description": "Directory to run in (default: the session's working directory)."},
             "background": {"type": "boolean", "default": False,
                            "description": "Start the command in the background and return its process_id."},
+            "network": {"type": "boolean", "default": False,
+                        "description": "Let the command reach the network from inside the sandbox (the person "
+                                       "is asked unless network is allowed for the session)."},
+            "sandbox": {"type": "boolean", "default": True,
+                        "description": "false: run this one command outside the sandbox (always asks the "
+                                       "person)."},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -120,7 +131,7 @@ def _env(session: SessionView | None) -> dict[str, str]:
 
 def terminal(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``terminal``."""
-    from hermes.tools.terminal import gate
+    from hermes.tools.terminal import confine
     from hermes.tools.terminal.processes import manager
     from hermes.tools.terminal.runner import run_foreground
 
@@ -131,22 +142,26 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
         raise ToolError("'command' contains a NUL character")
     session = session_of(kw)
     cwd = _workdir(args, session)
-    gate.authorize(command, kw, cwd=cwd)
+    task = _task_id(kw)
+    launch = confine.prepare(command, args, kw, session, cwd, task)
     env = _env(session)
     if args.get("background"):
-        task = _task_id(kw)
-        record = manager.start(task, command, cwd, env)
+        record = manager.start(task, command, cwd, env, wrap=launch.argv, sandbox=launch.label())
         on_session_end(kw, f"terminal:{task}", lambda: manager.kill_session(task))
         return json.dumps({
             "process_id": record.id,
             "pid": record.proc.pid,
             "status": "running",
             "workdir": cwd,
+            "sandbox": record.sandbox,
             "hint": "follow it with process_manage (poll, log, wait, write, kill) and this process_id",
         })
     timeout = int(args.get("timeout") or DEFAULT_TIMEOUT)
-    result = run_foreground(command, cwd=cwd, env=env, timeout=min(max(timeout, 1), MAX_TIMEOUT))
+    result = run_foreground(command, cwd=cwd, env=env, timeout=min(max(timeout, 1), MAX_TIMEOUT), wrap=launch.argv)
     result["workdir"] = cwd
+    result["sandbox"] = launch.label()
+    if launch.note():
+        result["sandbox_note"] = launch.note()
     return json.dumps(result, ensure_ascii=False)
 
 
@@ -200,7 +215,8 @@ def process_manage(args: dict[str, Any], **kw: Any) -> str:
         data = str(data or "")
         kind = stdin_kind(record.command)
         if kind is not None and data.strip():
-            gate.check(data, classify_input(kind, data, record.cwd, gate.safe_programs(kw)), kw, what="input")
+            gate.check(data, classify_input(kind, data, record.cwd, gate.safe_programs(kw)), kw, what="input",
+                       sandboxed=not record.sandbox.startswith("off"))
         sent = record.write(data, eof)
         return json.dumps({"process_id": record.id, "written_bytes": sent, "stdin_closed": eof})
     if action == "wait":

@@ -1,0 +1,378 @@
+"""The OS sandbox that ``terminal``, ``process_manage`` and ``execute_code`` run commands in (Linux, bubblewrap).
+
+A sandboxed command runs under ``bwrap`` in new user, mount, PID, IPC, UTS and network namespaces with
+every capability dropped, so the rules hold for root too:
+
+* the whole file system is mounted **read-only**; writable are only the workspace (the command's
+  working directory and the session's working directory, unless one of them is ``/``, the home folder
+  itself, a system folder or HERMES_HOME), the paths listed in ``sandbox.writable_paths`` and the
+  session's temp folder, which the command sees as ``/tmp`` (``TMPDIR=/tmp``);
+* **hidden** (an empty folder without write permission, or ``/dev/null`` for a file): HERMES_HOME except its
+  ``skills`` and ``plugins`` folders, the home folder's credential stores (``~/.ssh``, ``~/.aws``,
+  ``~/.gnupg``, ``.netrc``, … :func:`hermes.tools.sensitive.hidden_from_commands`), ``/etc/shadow``, the
+  other users' home folders, the host's ``/tmp`` and ``/run`` (where the sockets of tmux, Docker, D-Bus
+  and other daemons live) and the host's processes (a fresh ``/proc``);
+* **no network** unless allowed (``sandbox.network``, or per command after an approval): only a
+  private loopback interface exists.
+
+Modes (``sandbox.mode``): ``workspace-write`` (default), ``read-only`` (only the temp folder is
+writable) and ``full-access`` (no sandbox; only by the person's explicit setting). Where a sandbox
+cannot be set up (not Linux, no ``bwrap``, user namespaces disabled) :func:`support` says what is
+missing and commands run unsandboxed under the approval rules for unsandboxed commands.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hermes.config.paths import HermesPaths
+from hermes.errors import ConfigError
+
+MODES = ("workspace-write", "read-only", "full-access")
+DEFAULT_MODE = "workspace-write"
+#: folders of HERMES_HOME a sandboxed command may read (skills carry scripts that commands run)
+HOME_VISIBLE = ("skills", "plugins")
+#: host folders replaced inside the sandbox (``/tmp`` by the session's temp folder, ``/run`` by nothing)
+_PRIVATE_TMP = "/tmp"
+_HIDDEN_RUN = "/run"
+#: kept visible under /run when the network is allowed (resolv.conf may point into it)
+_RUN_NETWORK = ("/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager")
+_TEMP_PREFIXES = ("hermes-code-", "hermes-sandbox-")
+_PROBE_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What ``sandbox.*`` in config.yaml asks for."""
+
+    mode: str = DEFAULT_MODE
+    writable_paths: tuple[str, ...] = ()
+    network: bool = False
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "full-access"
+
+
+@dataclass(frozen=True)
+class Support:
+    """Whether a sandbox can be set up here; ``missing`` names what is missing when not."""
+
+    available: bool
+    backend: str | None
+    missing: str | None = None
+    bwrap: str | None = None
+
+
+def load_policy(config: Any = None) -> Policy:
+    """``sandbox.mode``, ``sandbox.writable_paths`` and ``sandbox.network`` from ``config`` (anything with
+    ``get(key, default)``; None: HERMES_HOME's config.yaml). A malformed value is a :class:`ConfigError`."""
+    if config is None:
+        from hermes.config.yamlfile import ConfigFile
+
+        path = HermesPaths.current().config
+        try:
+            config = ConfigFile.load(path)
+        except ConfigError:
+            config = ConfigFile(path)
+    mode = str(config.get("sandbox.mode", DEFAULT_MODE) or DEFAULT_MODE).strip().lower().replace("_", "-")
+    if mode not in MODES:
+        raise ConfigError(f"sandbox.mode must be one of {', '.join(MODES)} (got {mode!r})")
+    raw_paths = config.get("sandbox.writable_paths", [])
+    if isinstance(raw_paths, str):
+        raw_paths = [raw_paths]
+    if not isinstance(raw_paths, list) or not all(isinstance(p, str) and p.strip() for p in raw_paths):
+        raise ConfigError("sandbox.writable_paths must be a list of folder paths (e.g. ['~/.cache', '/srv/data'])")
+    network = config.get("sandbox.network", False)
+    if not isinstance(network, bool):
+        raise ConfigError(f"sandbox.network must be true or false (got {network!r})")
+    return Policy(mode=mode, writable_paths=tuple(raw_paths), network=network)
+
+
+_support_lock = threading.Lock()
+_support: Support | None = None
+
+
+def _probe() -> Support:
+    if not sys.platform.startswith("linux"):
+        return Support(False, None, f"the sandbox needs Linux (this is {sys.platform})")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return Support(False, None, "bubblewrap is not installed (no 'bwrap' on PATH; Debian/Ubuntu: "
+                                    "apt-get install bubblewrap)")
+    try:
+        limit = Path("/proc/sys/user/max_user_namespaces").read_text(encoding="ascii").strip()
+    except OSError:
+        limit = ""
+    if limit == "0":
+        return Support(False, None, "user namespaces are disabled (/proc/sys/user/max_user_namespaces is 0)",
+                       bwrap)
+    import subprocess
+
+    argv = [bwrap, *_NAMESPACES, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=_PROBE_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Support(False, None, f"bwrap could not be started: {exc}", bwrap)
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        return Support(False, None, "bwrap cannot create a sandbox here (user namespaces refused?): "
+                                    + (why[-1] if why else f"exit status {done.returncode}"), bwrap)
+    return Support(True, "bubblewrap", None, bwrap)
+
+
+def support(refresh: bool = False) -> Support:
+    """Whether commands can be sandboxed here (probed once per process by starting ``bwrap true``; no
+    network)."""
+    global _support
+    with _support_lock:
+        if _support is None or refresh:
+            _support = _probe()
+        return _support
+
+
+# -- the mount plan ----------------------------------------------------------------------------------
+def _real(path: str | Path) -> str:
+    return os.path.realpath(os.path.expanduser(os.fspath(path)))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _too_broad(path: str, hermes_home: str) -> bool:
+    """A folder that must never become writable as a whole even when it is the working directory."""
+    from hermes.tools.paths import credential_store, system_location
+
+    home = _real(Path.home())
+    if path == "/" or _inside(home, path) or _inside(path, hermes_home):
+        return True
+    return system_location(Path(path)) is not None or credential_store(Path(path)) is not None
+
+
+@dataclass
+class Plan:
+    """The folders one sandboxed command gets; :meth:`argv` turns it into a ``bwrap`` command line."""
+
+    workdir: str
+    temp_dir: str
+    writable: list[str] = field(default_factory=list)
+    network: bool = False
+    refused: list[str] = field(default_factory=list)  # workspace candidates left read-only (too broad)
+    tmpdir: str = _PRIVATE_TMP  # TMPDIR inside
+    readable: list[str] = field(default_factory=list)  # shown read-only although under the host's /tmp
+
+    def argv(self, bwrap: str, command: Sequence[str]) -> list[str]:
+        hermes_home = _real(HermesPaths.current().home)
+        args = [bwrap, *_NAMESPACES]
+        if self.network:
+            args.append("--share-net")
+        args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                 "--bind", self.temp_dir, _PRIVATE_TMP, *_EMPTY, _HIDDEN_RUN]
+        if self.network:
+            for keep in _RUN_NETWORK:
+                if os.path.isdir(keep):
+                    args += ["--ro-bind", keep, keep]
+        binds = sorted(set(self.writable), key=lambda p: (p.count("/"), p))
+        for path in binds:
+            args += ["--bind", path, path]
+        for path in self.readable:
+            if not any(_inside(path, w) for w in binds) and (_inside(path, _PRIVATE_TMP) or _inside(path, _HIDDEN_RUN)):
+                args += ["--ro-bind", path, path]
+        hidden_dirs, hidden_files = _hidden(hermes_home)
+        hidden_dirs = [d for d in hidden_dirs if self._visible(d)]
+        # what lies inside a hidden folder but must stay: writable paths, HERMES_HOME's skills
+        inner = [(path, "--bind") for path in binds if any(_inside(path, d) for d in hidden_dirs)]
+        if hermes_home in hidden_dirs:
+            inner += [(os.path.join(hermes_home, n), "--ro-bind") for n in HOME_VISIBLE
+                      if os.path.isdir(os.path.join(hermes_home, n))]
+        for path in hidden_dirs:
+            args += [*_EMPTY, path]
+        for path, _ in inner:  # mount points (made by bwrap, which may still write there)
+            args += ["--dir", path]
+        for path, how in inner:
+            args += [how, path, path]
+        shown = [path for path, _ in inner]
+        for path in hidden_files:
+            seen = self._visible(path) and not any(_inside(path, d) for d in hidden_dirs)
+            if (seen or any(_inside(path, s) for s in shown)) and os.path.isfile(path):
+                args += ["--ro-bind", "/dev/null", path]
+        args += ["--chdir", self.workdir, "--setenv", "TMPDIR", self.tmpdir, "--", *command]
+        return args
+
+    def _visible(self, path: str) -> bool:
+        """Whether ``path`` is seen inside at all (the host's /tmp and /run are replaced)."""
+        if not (_inside(path, _PRIVATE_TMP) or _inside(path, _HIDDEN_RUN)):
+            return os.path.lexists(path)
+        return any(_inside(path, w) for w in (*self.writable, *self.readable)) and os.path.lexists(path)
+
+
+#: an empty folder the command cannot write into (mode 0555; cheaper than a tmpfs and a read-only remount,
+#: which costs a mount operation more per hidden folder; what a command could put there after a chmod
+#: is thrown away with the sandbox)
+_EMPTY = ("--perms", "0555", "--tmpfs")
+#: new namespaces for everything, no capabilities left (also when hermes runs as root); the sandbox
+#: dies with hermes
+_NAMESPACES = ("--unshare-all", "--unshare-user", "--cap-drop", "ALL", "--die-with-parent")
+
+
+def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
+    from hermes.tools.sensitive import hidden_from_commands
+
+    dirs, files = hidden_from_commands()
+    home = _real(Path.home())
+    hidden = [hermes_home, *(_real(d) for d in dirs if os.path.lexists(d))]
+    for parent in ("/home", "/root", "/Users"):
+        if _inside(home, parent) and parent != home and os.path.isdir(parent):
+            try:
+                others = [os.path.join(parent, n) for n in os.listdir(parent)]
+            except OSError:
+                others = []
+            hidden += [p for p in others if os.path.isdir(p) and not _inside(home, p)]
+        elif not _inside(home, parent) and os.path.isdir(parent):
+            hidden.append(parent)
+    temp_root = _real(tempfile.gettempdir())
+    if temp_root != _PRIVATE_TMP:  # other runs' temp folders, when the host's temp is not /tmp
+        with contextlib.suppress(OSError):
+            hidden += [os.path.join(temp_root, n) for n in os.listdir(temp_root) if n.startswith(_TEMP_PREFIXES)]
+    # only files that exist and that this user could open need covering (one stat for most candidates)
+    candidates = [*files, *HermesPaths.current().protected_files()]
+    secret_files = [_real(f) for f in candidates if os.access(f, os.R_OK)]
+    kept = [d for d in dict.fromkeys(hidden) if os.path.isdir(d)]
+    return sorted(kept, key=lambda p: (p.count("/"), p)), list(dict.fromkeys(secret_files))
+
+
+def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[str] = (),
+         extra_writable: Iterable[str] = (), network: bool = False, tmpdir: str = _PRIVATE_TMP) -> Plan:
+    """The sandbox for one command run in ``workdir``: ``workspaces`` (the command's and the session's
+    working directories) become writable in ``workspace-write`` mode unless too broad, and so do
+    ``sandbox.writable_paths`` and ``extra_writable`` (e.g. ``execute_code``'s run folder)."""
+    hermes_home = _real(HermesPaths.current().home)
+    result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
+    candidates = [c for c in dict.fromkeys(_real(w) for w in (workdir, *workspaces)) if os.path.isdir(c)]
+    result.readable = candidates
+    if policy.mode == "workspace-write":
+        for candidate in candidates:
+            if _too_broad(candidate, hermes_home):
+                result.refused.append(candidate)
+            else:
+                result.writable.append(candidate)
+        for raw in policy.writable_paths:
+            path = _real(raw)
+            if os.path.exists(path) and path not in result.writable:
+                result.writable.append(path)
+    for raw in extra_writable:
+        path = _real(raw)
+        if os.path.exists(path) and path not in result.writable:
+            result.writable.append(path)
+    return result
+
+
+# -- the session's temp folder ------------------------------------------------------------------------
+_temps: dict[str, Path] = {}
+_temps_lock = threading.Lock()
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def session_temp(task_id: str) -> Path:
+    """The private (0700) temp folder of the session ``task_id``, created on first use; it is ``/tmp``
+    inside its sandboxed commands. Removed by :func:`drop_session_temp` or when hermes exits."""
+    with _temps_lock:
+        found = _temps.get(task_id)
+        if found is not None and found.is_dir():
+            return found
+        if not _temps:
+            atexit.register(_drop_all)
+        label = _SAFE_NAME.sub("_", task_id)[:40] or "session"
+        made = Path(tempfile.mkdtemp(prefix=f"hermes-sandbox-{label}-"))
+        _temps[task_id] = made
+        return made
+
+
+def drop_session_temp(task_id: str) -> None:
+    with _temps_lock:
+        found = _temps.pop(task_id, None)
+    if found is not None:
+        shutil.rmtree(found, ignore_errors=True)
+
+
+def _drop_all() -> None:
+    for task_id in list(_temps):
+        drop_session_temp(task_id)
+
+
+def describe(policy: Policy, found: Support | None = None) -> dict[str, Any]:
+    """What ``status --full`` shows: the configured mode and whether it is in force here."""
+    found = found or support()
+    active = policy.enabled and found.available
+    out: dict[str, Any] = {
+        "mode": policy.mode, "network": policy.network, "writable_paths": list(policy.writable_paths),
+        "available": found.available, "backend": found.backend, "active": active, "missing": found.missing,
+    }
+    if not policy.enabled:
+        out["note"] = "sandbox.mode is full-access: commands run without a sandbox"
+    elif not found.available:
+        out["note"] = f"commands run unsandboxed: {found.missing}"
+    return out
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How one command is started: inside a sandbox (``plan``) or not (``why_not`` says why)."""
+
+    policy: Policy
+    plan: Plan | None
+    bwrap: str | None = None
+    why_not: str | None = None
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.plan is not None
+
+    def argv(self, command: list[str]) -> list[str]:
+        """``command`` as it is started: wrapped in ``bwrap`` when sandboxed."""
+        if self.plan is None or self.bwrap is None:
+            return command
+        return self.plan.argv(self.bwrap, command)
+
+    def note(self) -> str | None:
+        """What the model should know when its working directory could not be made writable."""
+        if self.plan is None or not self.plan.refused:
+            return None
+        return (f"{', '.join(self.plan.refused)} stays read-only in the sandbox (/, the home folder, system "
+                "folders and HERMES_HOME are never a workspace); work in a project folder, or the person can add "
+                "a folder to sandbox.writable_paths")
+
+    def label(self) -> str:
+        """What a tool result says about it: the mode (with ``+network``), or ``off (why)``."""
+        if self.plan is None:
+            return f"off ({self.why_not})" if self.why_not else "off"
+        return self.policy.mode + ("+network" if self.plan.network else "")
+
+
+def launch(policy: Policy, *, workdir: str, temp_dir: str | Path, workspaces: Iterable[str] = (),
+           extra_writable: Iterable[str] = (), network: bool = False, leave: bool = False,
+           tmpdir: str = _PRIVATE_TMP) -> Launch:
+    """Decide how a command runs: sandboxed per ``policy`` when a sandbox works here, unless ``leave``
+    (the person approved running it outside). ``temp_dir`` is ``/tmp`` inside; ``tmpdir`` is TMPDIR."""
+    if not policy.enabled:
+        return Launch(policy, None, why_not="sandbox.mode is full-access")
+    if leave:
+        return Launch(policy, None, why_not="run outside the sandbox with approval")
+    found = support()
+    if not found.available:
+        return Launch(policy, None, why_not=found.missing)
+    chosen = plan(policy, workdir=workdir, temp_dir=str(temp_dir), workspaces=workspaces,
+                  extra_writable=extra_writable, network=network or policy.network, tmpdir=tmpdir)
+    return Launch(policy, chosen, bwrap=found.bwrap)

@@ -1,0 +1,58 @@
+"""Where a terminal command runs: inside the OS sandbox (:mod:`hermes.tools.sandbox`) or, with the
+person's approval, outside it.
+
+Two arguments of ``terminal`` ask for more than the sandbox gives, and each is an approval like a
+dangerous command's (same request, same ``once``/``session``/``always`` answers, same
+``approvals.allow`` entries and modes):
+
+* ``network: true`` — the command may reach the network (pattern id ``sandbox_network``; not asked
+  when ``sandbox.network`` is true);
+* ``sandbox: false`` — the command runs outside the sandbox (pattern id ``sandbox_escape``).
+
+Where no sandbox can be set up, or ``sandbox.mode`` is ``full-access``, neither is asked: the command
+runs unsandboxed and the classifier's rules for unsandboxed commands decide.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hermes.tools import sandbox
+from hermes.tools.context import SessionView, on_session_end
+from hermes.tools.terminal import gate
+from hermes.tools.terminal.approval import Verdict
+from hermes.tools.terminal.patterns import PATTERNS
+
+
+def _ask(command: str, pattern_id: str, kw: dict[str, Any]) -> None:
+    gate.check(command, [Verdict("dangerous", PATTERNS[pattern_id][1], pattern_id, command)], kw)
+
+
+def session_workspace(session: SessionView | None) -> str:
+    """The session's working directory: ``terminal.cwd`` from config.yaml, else hermes's own."""
+    configured = gate.config_for(session).get("terminal.cwd")
+    if isinstance(configured, str) and configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    return os.getcwd()
+
+
+def prepare(command: str, args: dict[str, Any], kw: dict[str, Any], session: SessionView | None,
+            cwd: str, task_id: str) -> sandbox.Launch:
+    """Run the approvals for ``command`` (leaving the sandbox, the network, then the command itself) and
+    say how it is started; raises :class:`~hermes.errors.ApprovalDenied` when something is refused."""
+    policy = sandbox.load_policy(gate.config_for(session))
+    can_sandbox = policy.enabled and sandbox.support().available
+    leave = args.get("sandbox") is False and can_sandbox
+    network = bool(args.get("network")) and can_sandbox and not leave
+    if leave:
+        _ask(command, "sandbox_escape", kw)
+    elif network and not policy.network:
+        _ask(command, "sandbox_network", kw)
+    temp = sandbox.session_temp(task_id) if can_sandbox and not leave else ""
+    if temp:
+        on_session_end(kw, f"sandbox-temp:{task_id}", lambda: sandbox.drop_session_temp(task_id))
+    chosen = sandbox.launch(policy, workdir=cwd, temp_dir=temp, workspaces=[session_workspace(session)],
+                            network=network, leave=leave)
+    gate.authorize(command, kw, cwd=cwd, sandboxed=chosen.sandboxed)
+    return chosen

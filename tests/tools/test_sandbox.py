@@ -1,0 +1,336 @@
+"""The OS sandbox of terminal, process_manage and execute_code (issue 12 item 1), with real bwrap runs.
+
+Each test has a workspace ``ws`` (the command's working directory and hermes's own, via chdir) and an
+``outside`` folder beside it; HERMES_HOME lies inside the workspace (the hardest case: it must stay
+hidden even there). The tests run as whatever user runs the suite — root included, which the sandbox
+must confine as well.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hermes.tools.code.tool
+import hermes.tools.sandbox
+import hermes.tools.terminal.tool
+from fakes.tool_session import FakeSession, ScriptedSink
+from hermes.config.paths import HermesPaths
+from hermes.config.settings import Settings
+from hermes.tools import sandbox
+from hermes.tools.registry import registry
+from hermes.tools.terminal.processes import manager
+from hermes.tools.toolsets import Surface
+
+pytestmark = pytest.mark.skipif(not sandbox.support().available,
+                                reason=f"no sandbox here: {sandbox.support().missing}")
+
+SECRET = "sk-sandboxtest-0123456789abcdef"
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "outside").mkdir()
+    home = workspace / ".hermes"
+    home.mkdir()
+    (home / ".env").write_text(f"OPENAI_API_KEY={SECRET}\n", encoding="utf-8")
+    (home / "auth.json").write_text(json.dumps({"token": SECRET}), encoding="utf-8")
+    (home / "skills").mkdir()
+    (home / "skills" / "hello.sh").write_text("echo skill-ran\n", encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.chdir(workspace)
+    yield workspace
+    manager.kill_session("t-sbx")
+    sandbox.drop_session_temp("t-sbx")
+
+
+def _config(ws: Path, text: str) -> None:
+    (ws / ".hermes" / "config.yaml").write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def _session(ws: Path, *answers: Any) -> FakeSession:
+    return FakeSession("t-sbx", Surface.CLI, ScriptedSink(*answers), Settings.load(HermesPaths(ws / ".hermes")))
+
+
+def term(args: dict[str, Any], session: FakeSession | None = None, tool: str = "terminal") -> dict[str, Any]:
+    kw: dict[str, Any] = {"task_id": "t-sbx"}
+    if session is not None:
+        kw["session"] = session
+    result = json.loads(registry.dispatch(tool, args, **kw))
+    assert isinstance(result, dict)
+    return result
+
+
+class LoopbackServer:
+    """A TCP server on 127.0.0.1 that counts the connections it accepts."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(2)
+        self.sock.close()
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    srv = LoopbackServer()
+    yield srv
+    srv.close()
+
+
+def _connect(port: int) -> str:
+    return (f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); "
+            "print('CONNECTED')\"")
+
+
+# -- workspace-write (the default) -------------------------------------------------------------------
+
+
+def test_writes_outside_the_workspace_fail(ws: Path) -> None:
+    _config(ws, "approvals:\n  mode: yolo\n")  # nothing is asked: the sandbox alone must stop the writes
+    outside = ws.parent / "outside" / "escaped.txt"
+    r = term({"command": f"echo x > {outside}; echo x > /etc/hermes-sandbox-test; touch ~/hermes-sandbox-test",
+              "workdir": str(ws)})
+    assert r.get("sandbox") == "workspace-write", r
+    assert r["output"].count("Read-only file system") + r["output"].count("No such file") == 3, r
+    assert not outside.exists() and not Path("/etc/hermes-sandbox-test").exists()
+    assert not (Path.home() / "hermes-sandbox-test").exists()
+
+
+def test_the_same_write_works_with_full_access(ws: Path) -> None:
+    """The control: the command of the test above does write when the sandbox is off."""
+    _config(ws, "sandbox:\n  mode: full-access\n")
+    outside = ws.parent / "outside" / "escaped.txt"
+    r = term({"command": f"echo x > {outside}", "workdir": str(ws)})
+    assert r["exit_code"] == 0 and outside.read_text() == "x\n"
+    assert r["sandbox"] == "off (sandbox.mode is full-access)"
+
+
+def test_hermes_secrets_and_keys_are_not_readable(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text(f"-----BEGIN OPENSSH PRIVATE KEY-----{SECRET}", encoding="utf-8")
+    (home / ".netrc").write_text(f"machine x password {SECRET}", encoding="utf-8")
+    (home / "notes.txt").write_text("plain\n", encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    # the home folder is made visible (and writable) here, so what hides its keys is the sandbox's rule
+    _config(ws, f"sandbox:\n  writable_paths: [{home}]\n")
+    assert term({"command": "cat ~/notes.txt", "workdir": str(ws)})["output"] == "plain\n"
+    hermes_home = ws / ".hermes"
+    r = term({"command": f"cat {hermes_home}/.env {hermes_home}/auth.json ~/.ssh/id_ed25519 ~/.netrc; "
+                         "cat /etc/shadow", "workdir": str(ws)})
+    assert "sk-sandboxtest" not in r["output"] and "REDACTED" not in r["output"], r
+    assert "BEGIN OPENSSH" not in r["output"] and "root:" not in r["output"]
+    # hidden folders are empty ("No such file"); a hidden file is /dev/null, unopenable ("Permission denied")
+    assert r["output"].count("No such file") + r["output"].count("Permission denied") == 5, r
+    assert r["exit_code"] != 0
+    listed = term({"command": f"ls -A {hermes_home}; sh {hermes_home}/skills/hello.sh", "workdir": str(ws)})
+    assert listed["output"] == "skills\nskill-ran\n"  # only HERMES_HOME's skills stay readable
+
+
+def test_other_users_homes_the_hosts_tmp_and_processes_are_hidden(ws: Path) -> None:
+    r = term({"command": "ls -A /home | wc -l; ls -A /tmp | wc -l; ls /proc | grep -c '^[0-9]'", "workdir": str(ws)})
+    home_entries, tmp_entries, processes = (int(x) for x in r["output"].split())
+    if not str(Path.home().resolve()).startswith("/home/"):
+        assert home_entries == 0
+    assert tmp_entries <= 1  # the session's own /tmp (the workspace's mount point may show)
+    assert processes < 5  # bwrap's init, bash and the pipeline
+
+
+def test_network_is_off(ws: Path, server: LoopbackServer) -> None:
+    r = term({"command": _connect(server.port), "workdir": str(ws)})
+    assert r["exit_code"] != 0 and "CONNECTED" not in r["output"]
+    assert "ConnectionRefused" in r["output"] or "unreachable" in r["output"].lower()
+    assert server.accepted == 0
+
+
+def test_network_per_command_is_an_approval(ws: Path, server: LoopbackServer) -> None:
+    s = _session(ws, "once", "deny")
+    r = term({"command": _connect(server.port), "workdir": str(ws), "network": True}, s)
+    assert "CONNECTED" in r["output"] and r["sandbox"] == "workspace-write+network"
+    assert server.accepted == 1
+    assert s.sink.asked[0].payload["pattern"] == "sandbox_network"
+    denied = term({"command": _connect(server.port), "workdir": str(ws), "network": True}, s)
+    assert "denied" in denied["error"] and server.accepted == 1
+
+
+def test_network_allowed_for_the_session(ws: Path, server: LoopbackServer) -> None:
+    _config(ws, "sandbox:\n  network: true\n")
+    r = term({"command": _connect(server.port), "workdir": str(ws)})
+    assert "CONNECTED" in r["output"] and server.accepted == 1
+
+
+def test_network_without_a_person_is_refused(ws: Path, server: LoopbackServer) -> None:
+    s = FakeSession("t-sbx", Surface.ONESHOT, ScriptedSink(), Settings.load(HermesPaths(ws / ".hermes")))
+    r = term({"command": _connect(server.port), "workdir": str(ws), "network": True}, s)
+    assert "sandbox_network" in r["error"] and server.accepted == 0
+
+
+def test_leaving_the_sandbox_is_an_approval(ws: Path) -> None:
+    outside = ws.parent / "outside" / "left.txt"
+    s = _session(ws, "deny", "once")
+    refused = term({"command": f"echo x > {outside}", "workdir": str(ws), "sandbox": False}, s)
+    assert "denied" in refused["error"] and not outside.exists()
+    assert s.sink.asked[0].payload["pattern"] == "sandbox_escape"
+    r = term({"command": f"echo x > {outside}", "workdir": str(ws), "sandbox": False}, s)
+    assert r["exit_code"] == 0 and outside.exists() and r["sandbox"].startswith("off")
+
+
+def test_a_python_project_builds_and_its_tests_pass(ws: Path) -> None:
+    project = ws / "proj"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("def add(a, b):\n    return a + b\n", encoding="utf-8")
+    (project / "test_add.py").write_text("from pkg import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+                                         encoding="utf-8")
+    r = term({"command": f"{sys.executable} -m pytest -q -p no:randomly test_add.py && "
+                         "python3 -c 'import tempfile; print(tempfile.mkstemp()[1])'",
+              "workdir": str(project), "timeout": 120})
+    assert r["exit_code"] == 0, r
+    assert "1 passed" in r["output"] and "/tmp/" in r["output"]
+    assert (project / ".pytest_cache").is_dir()
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None, reason="needs make and cc")
+def test_make_builds_a_c_program(ws: Path) -> None:
+    (ws / "hello.c").write_text('#include <stdio.h>\nint main(void){puts("built");return 0;}\n', encoding="utf-8")
+    (ws / "Makefile").write_text("hello: hello.c\n\tcc -o hello hello.c\n", encoding="utf-8")
+    r = term({"command": "make && ./hello", "workdir": str(ws), "timeout": 120})
+    assert r["exit_code"] == 0 and "built" in r["output"], r
+
+
+def test_read_only_mode(ws: Path) -> None:
+    _config(ws, "sandbox:\n  mode: read-only\n")
+    r = term({"command": "echo x > in-ws.txt; echo y > /tmp/t && cat /tmp/t", "workdir": str(ws)})
+    assert "Read-only file system" in r["output"] and not (ws / "in-ws.txt").exists()
+    assert r["output"].strip().endswith("y") and r["sandbox"] == "read-only"
+
+
+def test_writable_paths_from_config(ws: Path) -> None:
+    extra = ws.parent / "outside"
+    _config(ws, f"sandbox:\n  writable_paths: [{extra}]\n")
+    r = term({"command": f"echo x > {extra}/ok.txt", "workdir": str(ws)})
+    assert r["exit_code"] == 0 and (extra / "ok.txt").exists()
+
+
+def test_a_broad_workdir_is_not_writable(ws: Path) -> None:
+    r = term({"command": "touch hermes-sandbox-broad", "workdir": "/"})
+    assert r["exit_code"] != 0 and not Path("/hermes-sandbox-broad").exists()
+    assert "/ stays read-only" in r["sandbox_note"]
+
+
+def test_the_session_tmp_persists_between_commands(ws: Path) -> None:
+    assert term({"command": "echo kept > /tmp/note", "workdir": str(ws)})["exit_code"] == 0
+    assert term({"command": "cat /tmp/note", "workdir": str(ws)})["output"] == "kept\n"
+
+
+def test_background_processes_are_sandboxed(ws: Path) -> None:
+    outside = ws.parent / "outside" / "bg.txt"
+    started = term({"command": f"echo x > {outside}; cat {ws}/.hermes/.env; echo done", "workdir": str(ws),
+                    "background": True})
+    assert started["sandbox"] == "workspace-write"
+    done = term({"action": "wait", "process_id": started["process_id"], "timeout": 10}, tool="process_manage")
+    assert "done" in done["output"] and "sk-sandboxtest" not in done["output"]
+    assert not outside.exists()
+
+
+def test_unsandboxed_when_bwrap_is_missing(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No bwrap on PATH: commands run unsandboxed and the result says why."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "cat"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    try:
+        assert sandbox.support(refresh=True).missing is not None
+        outside = ws.parent / "outside" / "plain.txt"
+        r = term({"command": f"echo x > {outside}", "workdir": str(ws)})
+        assert r["exit_code"] == 0 and outside.exists()
+        assert "bubblewrap is not installed" in r["sandbox"]
+    finally:
+        monkeypatch.undo()
+        assert sandbox.support(refresh=True).available
+
+
+def test_bad_mode_is_a_clear_error(ws: Path) -> None:
+    _config(ws, "sandbox:\n  mode: sometimes\n")
+    assert "sandbox.mode" in term({"command": "true", "workdir": str(ws)})["error"]
+
+
+# -- execute_code ------------------------------------------------------------------------------------
+
+
+def test_execute_code_is_sandboxed_and_still_calls_tools(ws: Path, server: LoopbackServer) -> None:
+    outside = ws.parent / "outside" / "script.txt"
+    code = textwrap.dedent(f"""
+        import socket, hermes_tools
+        for attempt, action in (
+            ("write", lambda: open({str(outside)!r}, "w").write("x")),
+            ("read", lambda: print(open({str(ws / '.hermes' / '.env')!r}).read())),
+            ("connect", lambda: socket.create_connection(("127.0.0.1", {server.port}), timeout=3)),
+        ):
+            try:
+                action()
+                print(attempt, "ALLOWED")
+            except OSError as exc:
+                print(attempt, "failed", type(exc).__name__)
+        open("inside.txt", "w").write("ok")
+        print(hermes_tools.terminal(command="echo via-rpc")["output"].strip())
+    """)
+    result = json.loads(registry.dispatch("execute_code", {"code": code}, task_id="t-sbx"))
+    lines = result["stdout"].splitlines()
+    assert result["sandbox"] == "workspace-write", result
+    assert [line.split()[:2] for line in lines[:3]] == [["write", "failed"], ["read", "failed"],
+                                                        ["connect", "failed"]], result
+    assert lines[3] == "via-rpc" and result["tool_calls_made"] == 1
+    assert (ws / "inside.txt").read_text() == "ok" and not outside.exists() and server.accepted == 0
+
+
+def test_status_full_reports_the_sandbox(ws: Path, tmp_path: Path) -> None:
+    def status(path: str) -> dict[str, Any]:
+        env = {**os.environ, "PATH": path, "PYTHONPATH": str(Path(hermes.tools.sandbox.__file__).parents[2])}
+        done = subprocess.run([sys.executable, "-m", "hermes", "status", "--full", "--json"], env=env,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        data: dict[str, Any] = json.loads(done.stdout)["sandbox"]
+        return data
+
+    here = status(os.environ["PATH"])
+    assert here["active"] is True and here["backend"] == "bubblewrap" and here["mode"] == "workspace-write"
+    (tmp_path / "empty").mkdir()
+    missing = status(str(tmp_path / "empty"))
+    assert missing["active"] is False and "bwrap" in missing["missing"]
+    assert "unsandboxed" in missing["note"]
