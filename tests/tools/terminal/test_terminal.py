@@ -198,7 +198,7 @@ def test_kill_reaches_children_left_behind(tmp_path: Path, allow_unproven: None)
     assert _eventually(lambda: not _alive(orphan))
 
 
-def test_background_processes_die_with_hermes(tmp_path: Path, hermes_home: Path) -> None:
+def test_background_processes_die_with_hermes(tmp_path: Path, hermes_home: Path, allow_unproven: None) -> None:
     pidfile = tmp_path / "bg.pid"
     script = (
         "import json, hermes.tools.terminal.tool\n"
