@@ -131,7 +131,8 @@ def test_writes_outside_the_workspace_fail(ws: Path) -> None:
 
 def test_the_same_write_works_with_full_access(ws: Path) -> None:
     """The control: the command of the test above does write when the sandbox is off."""
-    _config(ws, "sandbox:\n  mode: full-access\n")
+    # unsandboxed, a write outside the workspace is not proven safe: yolo, so only the sandbox differs
+    _config(ws, "sandbox:\n  mode: full-access\napprovals:\n  mode: yolo\n")
     outside = ws.parent / "outside" / "escaped.txt"
     r = term({"command": f"echo x > {outside}", "workdir": str(ws)})
     assert r["exit_code"] == 0 and outside.read_text() == "x\n"
@@ -277,6 +278,9 @@ def test_unsandboxed_when_bwrap_is_missing(ws: Path, tmp_path: Path, monkeypatch
     try:
         assert sandbox.support(refresh=True).missing is not None
         outside = ws.parent / "outside" / "plain.txt"
+        refused = term({"command": f"echo x > {outside}", "workdir": str(ws)})
+        assert "needs approval" in refused["error"] and not outside.exists()  # not proven safe: asked
+        _config(ws, "approvals:\n  mode: yolo\n")
         r = term({"command": f"echo x > {outside}", "workdir": str(ws)})
         assert r["exit_code"] == 0 and outside.exists()
         assert "bubblewrap is not installed" in r["sandbox"]

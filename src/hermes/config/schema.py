@@ -247,13 +247,22 @@ SCHEMA = Schema(
             ("disabled_toolsets", "names", {"default": ()}),
             ("system_prompt", "text"),
         ),
-        _section("file", ("allowed_roots", "list")),
+        _section("file", ("allowed_roots", "list"),
+                 ("search_time_limit", "number", {"default": 30.0, "minimum": 0.1, "maximum": 600})),
         _section("terminal", ("env_passthrough", "names"), ("cwd", "text")),
         _section(
             "approvals",
             ("mode", "choice", {"default": "ask", "choices": _APPROVAL_MODES}),
             ("cron_mode", "choice", {"default": "deny", "choices": _APPROVAL_MODES}),
             ("allow", "list"),
+            ("safe_programs", "list"),
+        ),
+        _section(
+            "sandbox",
+            ("mode", "choice", {"default": "workspace-write",
+                                "choices": ("workspace-write", "read-only", "full-access")}),
+            ("writable_paths", "list"),
+            ("network", "flag", {"default": False}),
         ),
         _section(
             "code_execution",

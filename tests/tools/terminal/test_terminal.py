@@ -211,7 +211,7 @@ def test_sandboxed_children_end_with_their_command(tmp_path: Path) -> None:
     assert _eventually(lambda: not _marked(marker))
 
 
-def test_background_processes_die_with_hermes(tmp_path: Path, hermes_home: Path) -> None:
+def test_background_processes_die_with_hermes(tmp_path: Path, hermes_home: Path, allow_unproven: None) -> None:
     pidfile = tmp_path / "bg.pid"
     marker = _marker()
     script = (

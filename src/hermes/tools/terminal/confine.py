@@ -21,12 +21,12 @@ from typing import Any
 from hermes.tools import sandbox
 from hermes.tools.context import SessionView, on_session_end
 from hermes.tools.terminal import gate
-from hermes.tools.terminal.approval import Verdict
+from hermes.tools.terminal.approval import Verdict, findings
 from hermes.tools.terminal.patterns import PATTERNS
 
 
-def _ask(command: str, pattern_id: str, kw: dict[str, Any]) -> None:
-    gate.check(command, [Verdict("dangerous", PATTERNS[pattern_id][1], pattern_id, command)], kw)
+def _request(command: str, pattern_id: str) -> Verdict:
+    return Verdict("dangerous", PATTERNS[pattern_id][1], pattern_id, command)
 
 
 def session_workspace(session: SessionView | None) -> str:
@@ -39,20 +39,25 @@ def session_workspace(session: SessionView | None) -> str:
 
 def prepare(command: str, args: dict[str, Any], kw: dict[str, Any], session: SessionView | None,
             cwd: str, task_id: str) -> sandbox.Launch:
-    """Run the approvals for ``command`` (leaving the sandbox, the network, then the command itself) and
-    say how it is started; raises :class:`~hermes.errors.ApprovalDenied` when something is refused."""
+    """Run the approvals for ``command`` and say how it is started; raises
+    :class:`~hermes.errors.ApprovalDenied` when something is refused.
+
+    Leaving the sandbox or reaching the network and what the command itself needs (a dangerous pattern,
+    or a command not proven safe that will run unsandboxed) are one approval request, not two."""
     policy = sandbox.load_policy(gate.config_for(session))
     can_sandbox = policy.enabled and sandbox.support().available
     leave = args.get("sandbox") is False and can_sandbox
     network = bool(args.get("network")) and can_sandbox and not leave
+    asked: list[Verdict] = []
     if leave:
-        _ask(command, "sandbox_escape", kw)
+        asked.append(_request(command, "sandbox_escape"))
     elif network and not policy.network:
-        _ask(command, "sandbox_network", kw)
+        asked.append(_request(command, "sandbox_network"))
     temp = sandbox.session_temp(task_id) if can_sandbox and not leave else ""
     if temp:
         on_session_end(kw, f"sandbox-temp:{task_id}", lambda: sandbox.drop_session_temp(task_id))
     chosen = sandbox.launch(policy, workdir=cwd, temp_dir=temp, workspaces=[session_workspace(session)],
                             network=network, leave=leave)
-    gate.authorize(command, kw, cwd=cwd, sandboxed=chosen.sandboxed)
+    found = findings(command, cwd, gate.safe_programs(kw))
+    gate.check(command, asked + found, kw, sandboxed=chosen.sandboxed)
     return chosen
