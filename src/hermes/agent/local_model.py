@@ -227,7 +227,9 @@ def render(messages: list[dict[str, Any]], tools_text: str) -> list[Turn]:
             out.append(Turn("user", content, "user"))
     if tools_text:
         if out and out[0].kind == "system":
-            out[0] = replace(out[0], content=f"{out[0].content}\n\n{tools_text}")
+            # the tool list first: with the prompt's stable opening it forms the prefix saved across
+            # processes, which must stop before the prompt's clock line (local_provider._reuse_prefix)
+            out[0] = replace(out[0], content=f"{tools_text}\n\n{out[0].content}")
         else:
             out.insert(0, Turn("system", tools_text, "system"))
     merged: list[Turn] = []

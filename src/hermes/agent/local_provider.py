@@ -47,6 +47,7 @@ from hermes.agent.local_model import (
     tool_prompt,
 )
 from hermes.agent.local_prefix import MIN_TOKENS, PrefixStore, prefix_key
+from hermes.agent.prompt import VOLATILE_MARK
 from hermes.agent.provider import CallOptions, ChatProvider, Completion, ToolCall
 from hermes.config.settings import ModelSettings, bundled_gguf
 from hermes.errors import ConfigError, ModelError, TurnInterrupted
@@ -152,12 +153,19 @@ class LocalProvider:
 
     # -- the saved prompt prefix ----------------------------------------------------------------------
     def _reuse_prefix(self, lm: Engine, turns: list[Turn], tokens: list[int]) -> None:
-        """Load the system prompt's evaluated state from disk, or evaluate and save it, when it is not cached."""
+        """Load the system prompt's evaluated state from disk, or evaluate and save it, when it is not cached.
+
+        The prefix is the system message up to the prompt's clock line (the tool list and the opening),
+        so that it is byte-identical from one process to the next."""
         self.prefix_source = ""
         if self.prefixes is None or not turns or turns[0].role != "system" or self.settings.path is None:
             return
-        prefix = lm.tokenize(lm.render([turns[0].as_dict()], generation_prompt=False))
-        if len(prefix) < MIN_TOKENS or tokens[: len(prefix)] != prefix or len(prefix) >= len(tokens):
+        head = lm.render([turns[0].as_dict()], generation_prompt=False)
+        cut = head.find(VOLATILE_MARK)  # the clock line changes every minute: the saved prefix stops before it
+        alone = lm.tokenize(head[:cut] if cut > 0 else head)
+        common = next((i for i, (a, b) in enumerate(zip(alone, tokens, strict=False)) if a != b), len(alone))
+        prefix = tokens[: max(0, min(common, len(tokens)) - 1)]  # the last token may merge across the cut
+        if len(prefix) < MIN_TOKENS:
             return
         if lm.cached()[: len(prefix)] == prefix:
             return  # this process has it already
