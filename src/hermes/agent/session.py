@@ -54,7 +54,7 @@ def make_provider(settings: Settings, model: ModelSettings) -> ChatProvider:
     if model.provider == LOCAL_PROVIDER:
         from hermes.agent.local_provider import LocalProvider
 
-        return LocalProvider(model)
+        return LocalProvider(model, prefix_dir=settings.paths.cache / "local_prefix")
     from hermes.routing.inference import with_portal_key
 
     return OpenAICompatProvider(with_portal_key(model, settings), stream=bool(settings.get("model.stream", True)))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes.cli.common import add_model_flags
 
 if TYPE_CHECKING:
     from hermes.agent.loop import Agent
-    from hermes.config.settings import Settings
+    from hermes.config.settings import ModelSettings, Settings
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,8 +24,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="one-shot: no tool activity on stderr")
     parser.add_argument("--title", help="a title for the new session")
     parser.add_argument("--demo", action="store_true",
-                        help="one-shot demo: a question the agent answers by calling a tool (read_file, else "
-                             "todo_list); works offline on the embedded local model")
+                        help="one-shot demo: the agent reads a file that ships with hermes (read_file) and quotes "
+                             "the line that answers a question; works offline on the embedded local model")
     add_model_flags(parser)
 
 
@@ -48,9 +50,9 @@ def run(args: argparse.Namespace) -> int:
         from hermes.surfaces.oneshot import oneshot_sink, run_oneshot
 
         agent = open_agent(settings, request, oneshot_sink(quiet=bool(getattr(args, "quiet", False))))
-        if demo:
-            prompt = _demo(agent)
         try:
+            if demo:
+                return _phases(agent, _demo(agent), os.environ.get("HERMES_LAUNCHER", "hermes"))
             return run_oneshot(agent, prompt)
         finally:
             agent.close()
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     state = "resumed" if request.resume or request.continue_last else "new"
     where = "embedded, offline" if model.provider == "local" else f"at {model.base_url}"
     banner = (f"hermes · {model.model} {where} · {len(agent.tools)} tools · {state} session "
-              f"{agent.session_id}\nType /help for commands, Ctrl-D to leave.")
+              f"{agent.session_id}\n{_good_for(model)}Type /help for commands, Ctrl-D to leave.")
     chat = Chat(agent, lambda provider: open_agent(settings, SessionRequest(surface=Surface.CLI), sink,
                                                    provider=provider))
     try:
@@ -81,7 +83,7 @@ def check_arguments(args: argparse.Namespace) -> str | None:
 
     oneshot, query = getattr(args, "oneshot", None), getattr(args, "query", None)
     demo = bool(getattr(args, "demo", False))
-    prompt = DEMO_PROMPTS["read_file"] if demo else oneshot if oneshot is not None else query
+    prompt = DEMO_PROMPT if demo else oneshot if oneshot is not None else query
     if prompt is not None and not prompt.strip():
         raise UsageError("the prompt is empty")
     if prompt is None and getattr(args, "quiet", False):
@@ -93,26 +95,61 @@ def check_arguments(args: argparse.Namespace) -> str | None:
     return prompt
 
 
-DEMO_PROMPTS = {
-    "read_file": "What is hermes? Read the start of README.md with the read_file tool, then answer in one "
-                 "sentence.",
-    "todo_list": "Use the todo_list tool to write a three-step plan for making tea, then tell me the plan.",
-}
-#: the demo's call is forced and, for read_file, its arguments pinned by the grammar (docs/local-model.md)
-DEMO_ARGUMENTS: dict[str, dict[str, Any] | None] = {"read_file": {"path": "README.md", "limit": 12}, "todo_list": None}
+#: the demo reads this file, which ships inside the package, so it works anywhere (not only in a checkout)
+DEMO_FILE = "demo_notes.txt"
+DEMO_PROMPT = ("When does the nightly backup start? Read the file {path} with the read_file tool, then quote "
+               "the line that answers.")
+#: what ``hermes chat --demo`` must answer (tests check it): the line of DEMO_FILE that answers DEMO_PROMPT
+DEMO_ANSWER = "The nightly backup starts at 02:00 and takes about an hour."
+
+
+def demo_file() -> Path:
+    return Path(__file__).with_name(DEMO_FILE)
 
 
 def _demo(agent: Agent) -> str:
-    """Force the demo's tool call on the first model call (then a plain answer); the prompt to ask."""
-    import os
+    """Force the demo's read_file call (its arguments pinned) and a quoted answer; the prompt to ask.
 
+    The model still generates the call and chooses the line it quotes (docs/local-model.md, "The demo").
+    """
     from hermes.agent.local_provider import FirstCallForced
 
-    usable = [t for t in DEMO_PROMPTS if t in agent.tools and (t != "read_file" or os.path.isfile("README.md"))]
-    if not usable:
-        return DEMO_PROMPTS["read_file"]
-    agent.provider = FirstCallForced(agent.provider, usable[0], DEMO_ARGUMENTS[usable[0]])
-    return DEMO_PROMPTS[usable[0]]
+    if "read_file" not in agent.tools:
+        raise SystemExit("hermes: error: the demo needs the read_file tool, which is switched off here "
+                         "('hermes tools' switches it back on)")
+    path = str(demo_file())
+    agent.provider = FirstCallForced(agent.provider, "read_file", {"path": path, "limit": 12}, quote=True)
+    return DEMO_PROMPT.format(path=path)
+
+
+def _phases(agent: Agent, prompt: str, launcher: str) -> int:
+    """The demo, reporting each phase with its duration on stderr, then the command that connects a real model."""
+    import time
+
+    from hermes.agent.local_provider import LocalProvider
+    from hermes.cli.common import eprint
+    from hermes.surfaces.oneshot import run_oneshot
+
+    inner = getattr(agent.provider, "inner", agent.provider)
+    if isinstance(inner, LocalProvider):
+        started = time.perf_counter()
+        engine = inner.loaded()
+        eprint(f"hermes: model loaded in {time.perf_counter() - started:.1f} s ({engine.name})")
+    started = time.perf_counter()
+    code = run_oneshot(agent, prompt)
+    eprint(f"hermes: answered in {time.perf_counter() - started:.1f} s")
+    eprint(f"Next: connect a real model with '{launcher} setup'.")
+    return code
+
+
+def _good_for(model: ModelSettings) -> str:
+    """For the embedded model, one line saying what it is good for (and what not)."""
+    from hermes.config.settings import bundled_gguf
+
+    if model.provider != "local" or not model.path or Path(model.path) != bundled_gguf():
+        return ""
+    return ("The embedded 135M model is good for seeing the agent call a tool (e.g. 'read FILE and quote the line "
+            "about X'), not for real work: 'hermes setup' connects a real model.\n")
 
 
 def _model_or_local(settings: Settings) -> None:

@@ -1,0 +1,330 @@
+"""The llama.cpp engines behind the ``local`` provider, one interface over two sets of bindings.
+
+* ``llama_cpp`` (``llama-cpp-python``): compiled from source by pip (about ten minutes on two cores);
+  used whenever it is installed.
+* ``cyllama``: Cython bindings shipped as a prebuilt manylinux wheel (llama.cpp linked in, no
+  dependencies), the default of the ``local`` extra: it installs in seconds.
+
+Both run the same GGUF with the same sampling (penalties, grammar, top-p, temperature or greedy) and
+expose what the provider needs: tokenize, stream a reply to a token list under an optional grammar
+(reusing the longest prefix already in the KV cache), and get/set the KV state of sequence 0 so that
+an evaluated prompt prefix can be saved and reused by the next process (:mod:`hermes.agent.local_prefix`).
+Each engine module is imported only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import importlib
+import importlib.util
+import json
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+#: module names of the engines, in order of preference
+ENGINES = ("llama_cpp", "cyllama")
+#: used when a GGUF carries no chat template of its own
+CHATML = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+PENALTY_WINDOW = 64  # tokens the repeat penalty looks back over
+
+
+def installed_engines() -> list[str]:
+    """The engines importable here, preferred first (nothing is imported)."""
+    found = []
+    for name in ENGINES:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                found.append(name)
+        except (ImportError, ValueError):
+            continue
+    return found
+
+
+class Engine:
+    """One loaded model and its context; use under :attr:`lock` (llama.cpp is not thread-safe)."""
+
+    name = ""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.n_ctx = 0
+        self.template = CHATML
+        self.eos_text = ""
+        self.bos_text = ""
+        self._grammars: dict[str, Any] = {}
+        self._renderer: Any = None
+
+    # -- what each engine provides -------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def stream(self, tokens: list[int], grammar: Any, max_tokens: int, temperature: float,
+               cancelled: Callable[[], bool]) -> Iterator[str]:
+        """Pieces of text sampled after ``tokens``; sets :attr:`finish` (``stop``/``length``) at the end."""
+        raise NotImplementedError
+
+    def _compile(self, gbnf: str) -> Any:
+        raise NotImplementedError
+
+    def _schema_to_gbnf(self, schema: dict[str, Any]) -> str:
+        raise NotImplementedError
+
+    def cached(self) -> list[int]:
+        """The tokens whose keys and values sequence 0 of the KV cache holds."""
+        raise NotImplementedError
+
+    def evaluate(self, tokens: list[int]) -> None:
+        """Clear the cache and evaluate ``tokens`` into it (a prompt prefix, to save)."""
+        raise NotImplementedError
+
+    def get_state(self) -> bytes:
+        raise NotImplementedError
+
+    def set_state(self, tokens: list[int], data: bytes) -> bool:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- shared ---------------------------------------------------------------------------------------
+    finish = "stop"
+
+    def count(self, text: str) -> int:
+        return len(self.tokenize(text))
+
+    def render(self, messages: list[dict[str, str]], generation_prompt: bool = True) -> str:
+        """``messages`` through the model's chat template (sandboxed Jinja, as the model's authors wrote it)."""
+        if self._renderer is None:
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+            self._renderer = env.from_string(self.template)
+        return str(self._renderer.render(messages=messages, add_generation_prompt=generation_prompt,
+                                         bos_token=self.bos_text, eos_token=self.eos_text))
+
+    def grammar(self, schema: dict[str, Any]) -> Any:
+        """The compiled grammar of a JSON schema (cached); raises ValueError when it does not convert."""
+        key = "schema:" + json.dumps(schema, sort_keys=True)
+        if key not in self._grammars:
+            self._grammars[key] = self._compile(self._schema_to_gbnf(schema))
+        return self._grammars[key]
+
+    def gbnf(self, text: str) -> Any:
+        """A compiled GBNF grammar (cached)."""
+        key = "gbnf:" + text
+        if key not in self._grammars:
+            self._grammars[key] = self._compile(text)
+        return self._grammars[key]
+
+
+class LlamaCppPython(Engine):
+    """``llama-cpp-python``: its ``Llama`` object, whose completion keeps the longest common prefix."""
+
+    name = "llama-cpp-python"
+
+    def __init__(self, path: str, n_ctx: int, threads: int) -> None:
+        super().__init__()
+        self._mod: Any = importlib.import_module("llama_cpp")  # the heavy import; no type stubs
+        self.llm: Any = self._mod.Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                                        verbose=False)
+        self.n_ctx = int(self.llm.n_ctx())
+        self.eos_text, self.bos_text = self._text(self.llm.token_eos()), self._text(self.llm.token_bos())
+        self.template = self.llm.metadata.get("tokenizer.chat_template") or CHATML
+
+    def _text(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return bytes(self.llm.detokenize([token], special=True)).decode("utf-8", errors="ignore")
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _compile(self, gbnf: str) -> Any:
+        return self._mod.LlamaGrammar.from_string(gbnf, verbose=False)
+
+    def _schema_to_gbnf(self, schema: dict[str, Any]) -> str:
+        converter: Any = importlib.import_module("llama_cpp.llama_grammar")
+        return str(converter.json_schema_to_gbnf(json.dumps(schema)))
+
+    def stream(self, tokens: list[int], grammar: Any, max_tokens: int, temperature: float,
+               cancelled: Callable[[], bool]) -> Iterator[str]:
+        self.finish = "stop"
+        chunks = self.llm.create_completion(
+            tokens, max_tokens=max(1, max_tokens), temperature=temperature, top_p=0.9, repeat_penalty=1.1,
+            stop=[self.eos_text] if self.eos_text else [], stream=True, grammar=grammar,
+        )
+        try:
+            for chunk in chunks:
+                choice = chunk["choices"][0]
+                if choice.get("text"):
+                    yield str(choice["text"])
+                if choice.get("finish_reason"):
+                    self.finish = str(choice["finish_reason"])
+        finally:
+            chunks.close()
+
+    def cached(self) -> list[int]:
+        return [int(t) for t in self.llm.input_ids[: self.llm.n_tokens]]
+
+    def evaluate(self, tokens: list[int]) -> None:
+        self.llm.reset()
+        self.llm.eval(tokens)
+
+    def get_state(self) -> bytes:
+        ctx = self.llm._ctx.ctx
+        size = int(self._mod.llama_state_seq_get_size(ctx, 0))
+        buf = (ctypes.c_uint8 * size)()
+        written = int(self._mod.llama_state_seq_get_data(ctx, buf, size, 0))
+        return bytes(buf)[:written]
+
+    def set_state(self, tokens: list[int], data: bytes) -> bool:
+        self.llm.reset()
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if int(self._mod.llama_state_seq_set_data(self.llm._ctx.ctx, buf, len(data), 0)) == 0:
+            return False
+        self.llm.input_ids[: len(tokens)] = tokens
+        self.llm.n_tokens = len(tokens)
+        return True
+
+    def close(self) -> None:
+        self.llm.close()
+
+
+class Cyllama(Engine):
+    """``cyllama``: the llama.cpp C API through Cython; the decode/sample loop and prefix reuse are here."""
+
+    name = "cyllama"
+
+    def __init__(self, path: str, n_ctx: int, threads: int) -> None:
+        super().__init__()
+        cy: Any = importlib.import_module("cyllama.llama.llama_cpp")
+        cy.disable_logging()
+        self._cy = cy
+        model_params = cy.LlamaModelParams()
+        model_params.n_gpu_layers = 0
+        self.model: Any = cy.LlamaModel(path, model_params)
+        ctx_params = cy.LlamaContextParams()
+        ctx_params.n_ctx, ctx_params.n_batch = n_ctx, 512
+        ctx_params.n_threads = ctx_params.n_threads_batch = threads
+        self.ctx: Any = cy.LlamaContext(self.model, ctx_params)
+        self.vocab: Any = self.model.get_vocab()
+        self.n_ctx = int(self.ctx.n_ctx)
+        self._tokens: list[int] = []  # what sequence 0 of the KV cache holds
+        self.eos_text = self._text(self.vocab.token_eos())
+        self.bos_text = self._text(self.vocab.token_bos())
+        try:
+            self.template = str(self.model.meta_val_str("tokenizer.chat_template")) or CHATML
+        except ValueError:
+            self.template = CHATML
+
+    def _text(self, token: int) -> str:
+        return str(self.vocab.token_to_piece(token, special=True)) if token >= 0 else ""
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.vocab.tokenize(text, add_special=False, parse_special=True))
+
+    def _compile(self, gbnf: str) -> Any:
+        return gbnf  # a grammar sampler is built for each reply (it keeps its parse state)
+
+    def _schema_to_gbnf(self, schema: dict[str, Any]) -> str:
+        return str(self._cy.json_schema_to_grammar(json.dumps(schema)))
+
+    def _decode(self, tokens: list[int]) -> None:
+        for start in range(0, len(tokens), 512):
+            chunk = tokens[start:start + 512]
+            self.ctx.decode(self._cy.llama_batch_get_one(chunk, len(self._tokens)))
+            self._tokens.extend(chunk)
+
+    def _keep(self, tokens: list[int]) -> None:
+        """Keep the longest cached prefix of ``tokens`` (at least one token left to evaluate), drop the rest."""
+        common = 0
+        for cached, wanted in zip(self._tokens, tokens[:-1], strict=False):
+            if cached != wanted:
+                break
+            common += 1
+        if common < len(self._tokens):
+            if not self.ctx.memory_seq_rm(0, common, -1):
+                self.ctx.kv_cache_clear()
+                common = 0
+            del self._tokens[common:]
+
+    def stream(self, tokens: list[int], grammar: Any, max_tokens: int, temperature: float,
+               cancelled: Callable[[], bool]) -> Iterator[str]:
+        self.finish = "length"
+        self._keep(tokens)
+        self._decode(tokens[len(self._tokens):])
+        sampler = self._sampler(grammar, temperature)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            for _ in range(max(1, max_tokens)):
+                if cancelled():
+                    return
+                token = int(sampler.sample(self.ctx, -1))
+                if self.vocab.is_eog(token):
+                    self.finish = "stop"
+                    return
+                piece = decoder.decode(self.vocab.token_to_piece(token, special=False).encode("utf-8"))
+                self._decode([token])
+                if piece:
+                    yield piece
+                if len(self._tokens) >= self.n_ctx:
+                    return
+        finally:
+            sampler.close()
+
+    def _sampler(self, grammar: str | None, temperature: float) -> Any:
+        params = self._cy.LlamaSamplerChainParams()
+        sampler = self._cy.LlamaSampler(params)
+        sampler.add_penalties(PENALTY_WINDOW, 1.1, 0.0, 0.0)
+        if grammar is not None:
+            sampler.add_grammar(self.vocab, grammar, "root")
+        if temperature <= 0:
+            sampler.add_greedy()
+        else:
+            sampler.add_top_p(0.9, 1)
+            sampler.add_temp(temperature)
+            sampler.add_dist(0xFFFFFFFF)
+        return sampler
+
+    def cached(self) -> list[int]:
+        return list(self._tokens)
+
+    def evaluate(self, tokens: list[int]) -> None:
+        self.ctx.kv_cache_clear()
+        self._tokens = []
+        self._decode(tokens)
+
+    def get_state(self) -> bytes:
+        return bytes(self.ctx.get_state_seq_data(0))
+
+    def set_state(self, tokens: list[int], data: bytes) -> bool:
+        self.ctx.kv_cache_clear()
+        self._tokens = []
+        try:
+            self.ctx.set_state_seq_data(data, 0)
+        except (ValueError, RuntimeError):
+            return False
+        if int(self.ctx.memory_seq_pos_max(0)) != len(tokens) - 1:
+            self.ctx.kv_cache_clear()
+            return False
+        self._tokens = list(tokens)
+        return True
+
+    def close(self) -> None:
+        self.ctx.close()
+        self.model.close()
+
+
+def open_engine(path: str, n_ctx: int, threads: int, engine: str | None = None) -> Engine:
+    """Load ``path`` with ``engine`` (a module name of :data:`ENGINES`), or the first one installed."""
+    name = engine or next(iter(installed_engines()), None)
+    if name == "llama_cpp":
+        return LlamaCppPython(path, n_ctx, threads)
+    if name == "cyllama":
+        return Cyllama(path, n_ctx, threads)
+    raise ValueError(f"no llama.cpp engine {name!r} is installed (one of: {', '.join(ENGINES)})")
