@@ -49,9 +49,10 @@ INJECTION = """<!doctype html><title>Totally normal page</title>
 DOWNLOAD_PAGE = """<!doctype html><title>Downloads</title><a href="/file.txt" download>Get the file</a>"""
 
 
-def big_page(rows: int = 9_000) -> str:
-    """About 1 MB of HTML: a list of rows each with a button, and a last button to find."""
-    items = "".join(f"<li>Row number {i} of the long list <button>Act {i}</button></li>" for i in range(rows))
+def big_page(rows: int = 2_500) -> str:
+    """About 1 MB of HTML: a list of long rows, each with a button, and a last button to find."""
+    words = "lorem ipsum dolor sit amet " * 14
+    items = "".join(f"<li>Row {i}: {words}<button>Act {i}</button></li>" for i in range(rows))
     return f"<!doctype html><title>Big</title><ul>{items}</ul><button>The very last button</button>"
 
 

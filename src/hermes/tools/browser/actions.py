@@ -45,7 +45,6 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolError(f"refused to open {url[:200]}: {why}")
     tab.take_blocked()
     tab.failed.clear()
-    dialogs, downloads = len(tab.closed_dialogs), len(tab.downloads)
     warning = None
     try:
         await tab.page.goto(url, wait_until="load", timeout=tab.config.command_timeout * 1000)
@@ -62,7 +61,7 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     out = await page_view(tab)
     if warning:
         out["warning"] = warning
-    out.update(events(tab, dialogs, downloads))
+    out.update(events(tab))
     return out
 
 

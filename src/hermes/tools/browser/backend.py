@@ -59,13 +59,14 @@ class Tab:
     owns_context: bool
     console: deque[dict[str, str]] = field(default_factory=lambda: deque(maxlen=CONSOLE_KEPT))
     errors: deque[dict[str, str]] = field(default_factory=lambda: deque(maxlen=CONSOLE_KEPT))
-    #: dialogs waiting for browser_dialog (CDP backend); dialogs closed by the policy (local backend)
+    #: dialogs waiting for browser_dialog (CDP backend); closed dialogs and downloads not reported yet
     pending_dialogs: list[Dialog] = field(default_factory=list)
-    closed_dialogs: deque[dict[str, str]] = field(default_factory=lambda: deque(maxlen=20))
+    closed_dialogs: list[dict[str, str]] = field(default_factory=list)
     #: requests refused by the guard or the fence since the last action, as (url, reason)
     blocked: list[tuple[str, str]] = field(default_factory=list)
     failed: deque[tuple[str, str]] = field(default_factory=lambda: deque(maxlen=50))
     downloads: list[dict[str, Any]] = field(default_factory=list)
+    saving: set[asyncio.Task[Any]] = field(default_factory=set)
     #: main-frame documents seen (bumped on every main-frame navigation)
     document: int = 0
     #: refs the tools have seen on this tab, and the ref → "role name" map of the latest snapshot
@@ -341,7 +342,7 @@ def _watch(tab: Tab, page: Page) -> None:
     page.on("pageerror", lambda exc: tab.errors.append({"message": str(exc)[:2000]}))
     page.on("requestfailed", lambda req: tab.failed.append((req.url, req.failure or "failed")))
     page.on("dialog", lambda dialog: _on_dialog(tab, dialog))
-    page.on("download", lambda download: tab.spawn(_keep_download(tab, download)))
+    page.on("download", lambda download: _start_download(tab, download))
     page.on("framenavigated", lambda frame: _navigated(tab, page, frame))
 
 
@@ -387,6 +388,12 @@ async def _screen(tab: Tab, route: Route) -> None:
         return
     with contextlib.suppress(Exception):
         await route.continue_()
+
+
+def _start_download(tab: Tab, download: Download) -> None:
+    task = asyncio.ensure_future(_keep_download(tab, download))
+    tab.saving.add(task)
+    task.add_done_callback(tab.saving.discard)
 
 
 async def _keep_download(tab: Tab, download: Download) -> None:

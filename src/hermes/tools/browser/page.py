@@ -155,7 +155,6 @@ async def act(tab: Tab, what: str, step: Callable[[], Awaitable[object]]) -> dic
     """Run ``step`` and answer ``what`` plus what changed on the page."""
     before_url, before_title = tab.page.url, await title_of(tab)
     before = dict(tab.current_refs)
-    dialogs, downloads = len(tab.closed_dialogs), len(tab.downloads)
     tab.take_blocked()
     tab.dialog_opened.clear()
     task = asyncio.ensure_future(step())
@@ -179,6 +178,8 @@ async def act(tab: Tab, what: str, step: Callable[[], Awaitable[object]]) -> dic
     if exc is not None:
         raise ToolError(f"{what} failed: {first_line(exc)}") from None
     await settle(tab)
+    if tab.saving:  # a download the step started: answer once it is kept (or refused)
+        await asyncio.wait(set(tab.saving), timeout=tab.config.command_timeout)
     snap = await take_snapshot(tab)
     changed: dict[str, Any] = {}
     if tab.page.url != before_url:
@@ -194,17 +195,17 @@ async def act(tab: Tab, what: str, step: Callable[[], Awaitable[object]]) -> dic
         changed["new_elements"] = mark_untrusted(tab.page.url, "\n".join(
             f"{snap.interactive[ref]} @{ref}" for ref in added[:NEW_ELEMENTS_SHOWN]))
     out.update(url=tab.page.url, changed=changed or "nothing visible changed")
-    out.update(events(tab, dialogs, downloads))
+    out.update(events(tab))
     return out
 
 
-def events(tab: Tab, dialogs: int, downloads: int) -> dict[str, Any]:
-    """Dialogs closed by the policy, downloads and refused requests since the counts given."""
+def events(tab: Tab) -> dict[str, Any]:
+    """Dialogs closed by the policy, downloads and refused requests no result has reported yet."""
     out: dict[str, Any] = {}
-    if len(tab.closed_dialogs) > dialogs:
-        out["dialogs"] = list(tab.closed_dialogs)[dialogs:]
-    if len(tab.downloads) > downloads:
-        out["downloads"] = tab.downloads[downloads:]
+    if tab.closed_dialogs:
+        out["dialogs"], tab.closed_dialogs = tab.closed_dialogs[-20:], []
+    if tab.downloads:
+        out["downloads"], tab.downloads = tab.downloads[-20:], []
     blocked = tab.take_blocked()
     if blocked:
         out["refused_requests"] = [{"url": url, "why": why} for url, why in blocked[:10]]
