@@ -70,7 +70,7 @@ class PageServer:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the http.server hook name
+            def do_GET(self) -> None:
                 outer.hits.append(self.path)
                 path = self.path.split("?")[0]
                 status, headers, body = outer.routes.get(path, (404, {"Content-Type": "text/plain"}, b"not found"))

@@ -41,7 +41,7 @@ class BrowserHarness:
     def __init__(self, home: Path, pages: PageServer) -> None:
         self.home = home
         self.pages = pages
-        import hermes.tools.browser.cdp  # noqa: F401 - registers the CDP-only tools
+        import hermes.tools.browser.cdp
         import hermes.tools.browser.tool  # noqa: F401 - registers the core tools
         from hermes.tools.registry import registry
 
