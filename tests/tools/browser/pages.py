@@ -118,6 +118,6 @@ def standard_routes() -> dict[str, tuple[int, dict[str, str], bytes]]:
                       b"x" * 5000),
         "/to-metadata": (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b""),
         "/to-mapped": (302, {"Location": "http://[::ffff:169.254.169.254]/"}, b""),
-        "/frame-to-metadata": html('<title>Bad frame</title><iframe src="http://169.254.169.254/"></iframe>'
-                                   '<p>outer text</p>'),
+        "/frame-with-secret": html('<title>Bad frame</title><iframe src="/inner?key=sk-abcdefghijklmnopqrstuvwx">'
+                                   '</iframe><p>outer text</p>'),
     }

@@ -8,12 +8,12 @@ validated arguments and the session keywords, and returns a dict; a refusal or a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from typing import Any
 
 from hermes.errors import ToolError
+from hermes.tools.browser.backend import hub
 from hermes.tools.browser.guard import address_refusal, url_refusal
 from hermes.tools.browser.page import (
     act,
@@ -52,8 +52,7 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         text = first_line(exc)
         if "Timeout" not in text:
             message = _navigation_failure(tab, url, text)
-            with contextlib.suppress(Exception):  # leave no error page loading behind
-                await tab.page.goto("about:blank", timeout=5_000)
+            await hub().fresh_page(tab)  # leave no error page loading behind
             raise ToolError(message) from None
         warning = f"the page did not finish loading within {tab.config.command_timeout:g} s; this is what it shows"
     await settle(tab)

@@ -231,6 +231,22 @@ class BrowserHub:
         _watch(tab, page)
         return tab
 
+    async def fresh_page(self, tab: Tab) -> None:
+        """Replace the tab's page by a new blank one (after a refused navigation, whose error page would
+        still be loading into the old one)."""
+        old = tab.page
+        page = await tab.context.new_page()
+        if tab.owns_context:
+            tab.page = page  # the context's "page" handler watched it already
+        else:
+            page.set_default_timeout(tab.config.command_timeout * 1000)
+            await page.route("**/*", lambda route: _screen(tab, route))
+            _watch(tab, page)
+            tab.page = page
+        tab.document += 1
+        with contextlib.suppress(Exception):
+            await old.close()
+
     async def close_tab(self, task_id: str) -> bool:
         """Close the task's tab (saving the profile first when it persists); False when it had none."""
         tab = self.tabs.pop(task_id, None)
