@@ -27,5 +27,7 @@ def browser(tmp_path_factory: pytest.TempPathFactory, pages: PageServer) -> Iter
     home: Path = tmp_path_factory.mktemp("browser_home")
     harness = BrowserHarness(home, pages)
     harness.configure("browser:\n  allow_private_urls: true\n")
-    yield harness
+    with pytest.MonkeyPatch.context() as patch:  # availability checks read the files under HERMES_HOME
+        patch.setenv("HERMES_HOME", str(home))
+        yield harness
     harness.shutdown()

@@ -45,6 +45,7 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolError(f"refused to open {url[:200]}: {why}")
     tab.take_blocked()
     tab.failed.clear()
+    tab.main_refused = None
     warning = None
     try:
         await tab.page.goto(url, wait_until="load", timeout=tab.config.command_timeout * 1000)
@@ -56,6 +57,13 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             raise ToolError(message) from None
         warning = f"the page did not finish loading within {tab.config.command_timeout:g} s; this is what it shows"
     await settle(tab)
+    if not tab.owns_context:  # a CDP browser: where the navigation ended up was judged after the fact
+        await tab.drain()
+        refused, tab.main_refused = tab.main_refused, None
+        if refused is not None:
+            shown = f"refused to open {url[:200]}: {refused[1]}" if refused[0] == url else \
+                f"refused: {url[:200]} led to {refused[0][:200]}, which is not opened: {refused[1]}"
+            raise ToolError(shown)
     await take_snapshot(tab)
     out = await page_view(tab)
     if warning:

@@ -82,6 +82,8 @@ class Tab:
     snapshot_path: Path | None = None
     snapshot_count: int = 0
     cdp: CDPSession | None = None
+    #: the last main-frame address the CDP backend's re-check refused (and left for about:blank)
+    main_refused: tuple[str, str] | None = None
     #: set when a dialog starts waiting (an action that opened one returns instead of stalling)
     dialog_opened: asyncio.Event = field(default_factory=asyncio.Event)
     last_used: float = field(default_factory=time.monotonic)
@@ -103,6 +105,11 @@ class Tab:
     def take_blocked(self) -> list[tuple[str, str]]:
         taken, self.blocked = self.blocked, []
         return taken
+
+    async def drain(self, timeout: float = 5.0) -> None:
+        """Wait for the tab's background work (re-checks of navigations) to finish."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
 
     def spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -375,6 +382,7 @@ async def _recheck(tab: Tab, page: Page, url: str) -> None:
         url, allow_private=tab.config.allow_private_urls)
     if why is not None:
         tab.blocked.append((url, why))
+        tab.main_refused = (url, why)
         with contextlib.suppress(Exception):
             await page.goto("about:blank")
 
