@@ -80,6 +80,12 @@ def cdp_url_of(config: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
     return value or None
 
 
+def cloud_selection(config: Mapping[str, Any]) -> str | None:
+    """The cloud browser ``browser.cloud_provider`` selects (GW-2), or None for none / ``local``."""
+    value = ConfigReader(config).text("browser.cloud_provider")
+    return value if value and value.lower() != "local" else None
+
+
 def browser_config(settings: Settings) -> BrowserConfig:
     """The settings of one call; a ConfigError naming the key when one is malformed."""
     data = settings.config.data if isinstance(settings.config.data, Mapping) else {}
@@ -115,6 +121,10 @@ def local_backend_ready(settings: Settings) -> tuple[bool, str]:
     url = cdp_url_of(data, settings.env.as_dict())
     if url:
         return True, f"the CDP endpoint {url}"
+    vendor = cloud_selection(data)
+    if vendor is not None:
+        return False, (f"browser.cloud_provider is {vendor}, a cloud browser this hermes cannot drive yet "
+                       "(run 'hermes tools' to choose local)")
     chromium = find_chromium(ConfigReader(data).text("browser.chromium"))
     if chromium is None:
         return False, "no Chromium found (install the 'chromium' package or set browser.chromium)"

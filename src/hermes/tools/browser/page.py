@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.tools.browser.backend import Tab, hub
-from hermes.tools.browser.config import BrowserConfig, browser_config
+from hermes.tools.browser.config import BrowserConfig, browser_config, cloud_selection
 from hermes.tools.browser.snapshot import Snapshot, compact, parse_ref, render_page, tokens_of
 from hermes.tools.context import on_session_end, session_of
 from hermes.tools.untrusted import mark_untrusted
@@ -38,9 +38,10 @@ def config_of(kw: dict[str, Any]) -> BrowserConfig:
     session = session_of(kw)
     settings = session.settings if session is not None and session.settings is not None else Settings.load()
     config = browser_config(settings)
-    vendor = settings.get("browser.cloud_provider")
-    if isinstance(vendor, str) and vendor.strip().lower() not in ("", "local") and not config.cdp_url:
-        raise ToolError(CLOUD_NOT_YET.format(vendor=vendor.strip()))
+    data = settings.config.data if isinstance(settings.config.data, dict) else {}
+    vendor = cloud_selection(data)
+    if vendor is not None and not config.cdp_url:
+        raise ToolError(CLOUD_NOT_YET.format(vendor=vendor))
     context = getattr(session, "context", None)
     spill = getattr(context, "spill_dir", None)
     return replace(config, spill_dir=spill) if spill is not None else config
