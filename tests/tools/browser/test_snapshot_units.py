@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from hermes.tools.browser.guard import url_refusal
@@ -29,7 +31,7 @@ def test_pages_hold_the_budget_and_cover_every_line() -> None:
     lines = [f"- button \"Act {i}\" [@e{i}]" for i in range(1000)]
     ranges = page_ranges(lines, 2_000)
     assert ranges[0][0] == 0 and ranges[-1][1] == 1000
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     text, pages = render_page(lines, 2_000, 1, "/saved.txt")
     assert pages == len(ranges) and "page 1 of" in text and "/saved.txt" in text
     last, _ = render_page(lines, 2_000, pages, "/saved.txt")
@@ -56,7 +58,8 @@ def test_malformed_refs_are_named(value: object) -> None:
     ("http://metadata.google.internal/x", "metadata"), ("http://0.0.0.0/", "never opens"),
     ("http://127.0.0.1:8080/", "private or loopback"), ("http://10.0.0.1/", "private or loopback"),
     ("ftp://example.com/", "only http and https"), ("http://a:b@example.com/", "user info"),
-    ("http://example.com:99999/", "not a valid URL"), ("https://example.com/?k=ghp_abcdefghijklmnopqrstuvwxyz1234", "secret"),
+    ("http://example.com:99999/", "not a valid URL"),
+    ("https://example.com/?k=ghp_abcdefghijklmnopqrstuvwxyz1234", "secret"),
 ])
 def test_the_guard_refuses(url: str, words: str) -> None:
     refusal = url_refusal(url, allow_private=False)
