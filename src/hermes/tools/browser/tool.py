@@ -91,6 +91,26 @@ def browser_available() -> bool:
     return ready
 
 
-for _name, _schema_of in SCHEMAS.items():
-    registry.register(name=_name, toolset="browser", schema=_schema_of, handler=getattr(actions, _name),
-                      check_fn=browser_available, is_async=True, needs_session=True)
+#: what every core browser tool registers with (one line each below: discovery looks for the calls)
+_COMMON: dict[str, Any] = {"toolset": "browser", "check_fn": browser_available, "is_async": True,
+                           "needs_session": True}
+registry.register(name="browser_navigate", schema=SCHEMAS["browser_navigate"],
+                  handler=actions.browser_navigate, **_COMMON)
+registry.register(name="browser_snapshot", schema=SCHEMAS["browser_snapshot"],
+                  handler=actions.browser_snapshot, **_COMMON)
+registry.register(name="browser_click", schema=SCHEMAS["browser_click"],
+                  handler=actions.browser_click, **_COMMON)
+registry.register(name="browser_type", schema=SCHEMAS["browser_type"],
+                  handler=actions.browser_type, **_COMMON)
+registry.register(name="browser_scroll", schema=SCHEMAS["browser_scroll"],
+                  handler=actions.browser_scroll, **_COMMON)
+registry.register(name="browser_back", schema=SCHEMAS["browser_back"],
+                  handler=actions.browser_back, **_COMMON)
+registry.register(name="browser_press", schema=SCHEMAS["browser_press"],
+                  handler=actions.browser_press, **_COMMON)
+registry.register(name="browser_get_images", schema=SCHEMAS["browser_get_images"],
+                  handler=actions.browser_get_images, **_COMMON)
+registry.register(name="browser_vision", schema=SCHEMAS["browser_vision"],
+                  handler=actions.browser_vision, **_COMMON)
+registry.register(name="browser_console", schema=SCHEMAS["browser_console"],
+                  handler=actions.browser_console, **_COMMON)
