@@ -42,6 +42,7 @@ class BrowserHarness:
         self.home = home
         self.pages = pages
         import hermes.tools.browser.cdp
+        import hermes.tools.browser.script
         import hermes.tools.browser.tool  # noqa: F401 - registers the core tools
         from hermes.tools.registry import registry
 
@@ -57,7 +58,7 @@ class BrowserHarness:
     def session(self, task_id: str | None = None) -> ToolSession:
         task = task_id or f"task-{next(_TASKS)}"
         context = SessionContext.from_settings(self.settings(), task_id=task)
-        return ToolSession(self.registry, (*BROWSER_CORE, *BROWSER_CDP), context)
+        return ToolSession(self.registry, (*BROWSER_CORE, *BROWSER_CDP, "browser_exec"), context)
 
     def shutdown(self) -> None:
         from hermes.tools.asyncbridge import run_sync

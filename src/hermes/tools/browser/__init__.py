@@ -7,6 +7,7 @@
   (:mod:`hermes.net.fence`) or a CDP endpoint, and the per-task :class:`~.backend.Tab`;
 * :mod:`.snapshot` — accessibility snapshots with ``@e`` refs, the token budget, paging and search;
 * :mod:`.actions` — the handlers of the ten core tools;
+* :mod:`.script` — ``browser_exec``, a short script of actions in one call;
 * :mod:`.cdp` — the endpoint probe and the two CDP-only tools (``browser_cdp``, ``browser_dialog``);
 * :mod:`.tool` — schemas and registration.
 
