@@ -116,6 +116,8 @@ def standard_routes() -> dict[str, tuple[int, dict[str, str], bytes]]:
         "/downloads": html(DOWNLOAD_PAGE),
         "/file.txt": (200, {"Content-Type": "text/plain", "Content-Disposition": "attachment; filename=file.txt"},
                       b"x" * 5000),
+        "/login": html('<title>Login</title><label>User <input name=u></label>'
+                       '<label>Password <input type=password name=p></label><button>Sign in</button>'),
         "/set-cookie": (200, {"Content-Type": "text/html", "Set-Cookie": "flavour=oatmeal; Max-Age=86400; Path=/"},
                         b"<title>Cookie</title><p>set</p>"),
         "/to-metadata": (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b""),

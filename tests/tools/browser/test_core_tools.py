@@ -31,6 +31,18 @@ def test_a_form_is_filled_and_sent(browser: BrowserHarness, pages: PageServer) -
     close(session)
 
 
+@pytest.mark.parametrize("secret", ["hunter2-secret", 'with: "quotes" and: colons'])
+def test_a_typed_password_never_appears_in_results(browser: BrowserHarness, pages: PageServer, secret: str) -> None:
+    session = browser.session()
+    page = call(session, "browser_navigate", url=pages.url("/login"))["snapshot"]
+    typed = call(session, "browser_type", ref=ref_named(page, "textbox", "Password"), text=secret)
+    call(session, "browser_type", ref=ref_named(page, "textbox", "User"), text="ada")
+    snapshot = call(session, "browser_snapshot")["snapshot"]
+    assert secret not in json.dumps(typed) and secret not in snapshot and json.dumps(secret) not in snapshot
+    assert "••••••" in snapshot and "ada" in snapshot  # other fields keep their text
+    close(session)
+
+
 def test_refs_that_never_existed_or_went_stale_are_refused(browser: BrowserHarness, pages: PageServer) -> None:
     session = browser.session()
     page = call(session, "browser_navigate", url=pages.url("/changing"))["snapshot"]

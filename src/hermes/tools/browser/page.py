@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,7 @@ async def take_snapshot(tab: Tab) -> Snapshot:
         raw = await tab.page.aria_snapshot(mode="ai", timeout=tab.config.command_timeout * 1000)
     except Exception as exc:
         raise ToolError(f"the page could not be read: {first_line(exc)}") from None
-    snap = compact(raw, tab.name_ref)
+    snap = compact(mask_passwords(raw, await password_values(tab)), tab.name_ref)
     tab.known_refs |= snap.every_ref
     tab.current_refs = snap.interactive
     tab.current_all = snap.every_ref
@@ -87,6 +88,31 @@ async def take_snapshot(tab: Tab) -> Snapshot:
     tab.snapshot_path = None
     tab.snapshot_count += 1
     return snap
+
+
+_PASSWORDS_JS = "() => Array.from(document.querySelectorAll('input[type=password]'), i => i.value).filter(v => v)"
+PASSWORD_MASK = "••••••"
+
+
+async def password_values(tab: Tab) -> set[str]:
+    """What the page's password fields hold (every frame), so snapshots never show it."""
+    found: set[str] = set()
+    for frame in tab.page.frames:
+        with contextlib.suppress(Exception):
+            found.update(await asyncio.wait_for(frame.evaluate(_PASSWORDS_JS), 5))
+    return found
+
+
+def mask_passwords(raw: str, values: set[str]) -> str:
+    """``raw`` with the value of every textbox line that shows one of ``values`` masked."""
+    if not values:
+        return raw
+    endings = tuple(f": {form}" for value in values for form in (value, json.dumps(value), f"'{value}'"))
+    lines = raw.splitlines()
+    for i, line in enumerate(lines):
+        if "textbox" in line and line.endswith(endings):
+            lines[i] = line[: line.rindex(": ")] + f": {PASSWORD_MASK}"
+    return "\n".join(lines)
 
 
 def saved_path(tab: Tab) -> str:
