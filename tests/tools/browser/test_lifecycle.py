@@ -27,6 +27,8 @@ def test_the_idle_reaper_closes_tabs_and_then_the_browser(browser: BrowserHarnes
     # the next call opens a new tab (and a new Chromium) on its own
     assert call(session, "browser_navigate", url=pages.url("/images"))["title"] == "Images"
     close(session)
+    # with no tab left, the Chromium still waits out its own inactivity timeout before it stops
+    assert run_sync(hub().reap(now=time.monotonic() + 60)) == [] and hub()._locals
 
 
 def test_cookies_survive_sessions_only_with_persist_profile(browser: BrowserHarness, pages: PageServer) -> None:

@@ -128,6 +128,8 @@ class Tab:
 class _Local:
     browser: Browser
     fence: NetworkFence
+    #: how long it may sit without tabs (the inactivity timeout of the config that started it)
+    idle_limit: float
     last_used: float = field(default_factory=time.monotonic)
 
 
@@ -179,7 +181,7 @@ class BrowserHub:
         except Exception as exc:
             await fence.aclose()
             raise ToolError(f"Chromium ({config.chromium}) did not start: {str(exc).splitlines()[0]}") from None
-        self._locals[key] = _Local(browser, fence)
+        self._locals[key] = _Local(browser, fence, config.inactivity_timeout)
         return browser
 
     async def _remote_browser(self, url: str, timeout: float) -> Browser:
@@ -260,6 +262,9 @@ class BrowserHub:
         if tab is None:
             return False
         await self._close(tab)
+        for local in self._locals.values():  # its idle time counts from its last tab
+            if tab.owns_context and tab.context.browser is local.browser:
+                local.last_used = time.monotonic()
         return True
 
     async def _close(self, tab: Tab) -> None:
@@ -281,14 +286,18 @@ class BrowserHub:
     async def reap(self, now: float | None = None) -> list[str]:
         """Close tabs idle past their inactivity timeout, then local browsers nobody used that long."""
         now = time.monotonic() if now is None else now
-        closed = [task for task, tab in list(self.tabs.items()) if now - tab.last_used > tab.config.inactivity_timeout]
-        for task in closed:
-            await self.close_tab(task)
-        if closed or not self.tabs:
-            timeout = min((t.config.inactivity_timeout for t in self.tabs.values()), default=0.0)
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # never while a tab is being opened on a browser about to stop
+            closed = [task for task, tab in list(self.tabs.items())
+                      if now - tab.last_used > tab.config.inactivity_timeout]
+            for task in closed:
+                await self.close_tab(task)
             for key, local in list(self._locals.items()):
                 in_use = any(t.owns_context and t.context.browser is local.browser for t in self.tabs.values())
-                if not in_use and now - local.last_used > timeout:
+                if in_use:
+                    local.last_used = max(local.last_used, *(t.last_used for t in self.tabs.values()))
+                elif now - local.last_used > local.idle_limit:
                     await self._stop_local(key)
         return closed
 
