@@ -173,3 +173,19 @@ def test_toolsets_doc_matches_the_table() -> None:
     assert "| `video` | Generate and edit video (opt-in) |" in proc.stdout
     doc = (root / "docs" / "toolsets.md").read_text(encoding="utf-8")
     assert proc.stdout in doc, "docs/toolsets.md is stale: run scripts/gen_toolsets_doc.py --write"
+
+
+def test_tools_list_shows_the_browser_only_when_its_backend_can_run(tmp_path: Path) -> None:
+    import importlib.util
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("browser:\n  chromium: /nonexistent/chromium\n", encoding="utf-8")
+    missing = hermes(home, "tools", "list")
+    assert missing.returncode == 0, missing.stderr
+    assert "✗ browser_navigate — unavailable" in missing.stdout
+    assert "✗ browser_cdp — unavailable" in missing.stdout  # no endpoint configured, none probed
+    if shutil.which("chromium") and importlib.util.find_spec("playwright"):
+        (home / "config.yaml").write_text("{}\n", encoding="utf-8")
+        present = hermes(home, "tools", "list")
+        assert "✓ browser_navigate" in present.stdout and "✗ browser_cdp" in present.stdout

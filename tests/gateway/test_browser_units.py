@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from hermes.errors import ConfigError
+from hermes.net.fence import NetworkFence
 from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browser.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed
 from hermes.toolgateway.browser.cdpproxy import screen, url_allowed
-from hermes.toolgateway.browser.fence import NetworkFence
 from hermes.toolgateway.browser.pool import BrowserPool, chromium_argv
 from hermes.toolgateway.config import load_config
 from hermes.toolgateway.sandbox.proc import Identity

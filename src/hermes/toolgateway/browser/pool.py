@@ -46,10 +46,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from hermes.errors import ConfigError
+from hermes.net.fence import NetworkFence
 from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browser.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed, PipeError
 from hermes.toolgateway.browser.config import BrowserUseConfig
-from hermes.toolgateway.browser.fence import NetworkFence
 from hermes.toolgateway.errors import GatewayHTTPError
 from hermes.toolgateway.sandbox.fs import reachable_by
 from hermes.toolgateway.sandbox.proc import Identity

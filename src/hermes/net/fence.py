@@ -1,6 +1,7 @@
-"""The network fence of the local browser pool: a SOCKS5 proxy every pooled Chromium must use.
+"""The network fence of the browsers we start: a SOCKS5 proxy every such Chromium must use.
 
-A browser on the gateway's host could otherwise open anything that host reaches: intranet services,
+Used by the gateway's local browser pool and by the local browser tools (:mod:`hermes.tools.browser`).
+A browser on the gateway's (or the user's) host could otherwise open anything that host reaches: intranet services,
 cloud metadata, and loopback ports (the gateway's own, other services of the host). So each Chromium runs
 with ``--proxy-server=socks5://127.0.0.1:<fence>`` and ``--proxy-bypass-list=<-loopback>`` (loopback
 goes through the proxy too), QUIC off and WebRTC limited to proxied traffic, and this proxy decides
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from hermes.errors import FetchError
 from hermes.net.safefetch import FetchPolicy, IPAddress, resolve_allowed
 
-log = logging.getLogger("hermes.toolgateway")
+log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT = 10.0
 CONNECT_TIMEOUT = 10.0

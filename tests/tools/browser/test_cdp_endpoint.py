@@ -1,0 +1,116 @@
+"""The CDP endpoint backend: a Chromium started with --remote-debugging-port on 127.0.0.1, the two
+CDP-only tools offered only while that endpoint answers, dialogs waiting for browser_dialog."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hermes.tools.browser.cdp import endpoint_answers
+from tools.browser.pages import PageServer
+from tools.browser.support import CHROMIUM, BrowserHarness, call, close, need_browser, ref_named
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` of a headless Chromium with a DevTools port."""
+    need_browser()
+    profile = tempfile.mkdtemp(prefix="cdp-profile-")
+    process = subprocess.Popen(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-address=127.0.0.1",
+         "--remote-debugging-port=0", f"--user-data-dir={profile}", "--no-first-run", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    port = None
+    deadline = time.monotonic() + 30
+    while port is None and time.monotonic() < deadline:
+        line = process.stderr.readline()
+        found = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+        if found:
+            port = int(found.group(1))
+    assert port is not None, "Chromium did not open its DevTools port"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+        process.stderr.close()
+
+
+def _dead_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def test_the_cdp_tools_are_offered_only_while_the_endpoint_answers(browser: BrowserHarness, endpoint: str) -> None:
+    assert endpoint_answers(endpoint)
+    dead = _dead_url()
+    assert not endpoint_answers(dead)
+    browser.configure(f"browser:\n  allow_private_urls: true\n  cdp_url: {dead}\n")
+    offered = browser.session().offered()
+    assert "browser_navigate" in offered and "browser_cdp" not in offered and "browser_dialog" not in offered
+    browser.configure(f"browser:\n  allow_private_urls: true\n  cdp_url: {endpoint}\n")
+    offered = browser.session().offered()
+    assert {"browser_cdp", "browser_dialog", "browser_navigate"} <= offered
+    browser.configure("browser:\n  allow_private_urls: true\n")
+    assert "browser_cdp" not in browser.session().offered()
+
+
+def test_tools_drive_the_endpoint_browser_and_dialogs_wait(browser: BrowserHarness, pages: PageServer,
+                                                           endpoint: str) -> None:
+    browser.configure(f"browser:\n  allow_private_urls: true\n  cdp_url: {endpoint}\n")
+    session = browser.session()
+    try:
+        page = call(session, "browser_navigate", url=pages.url("/dialogs"))["snapshot"]
+        asked = call(session, "browser_click", ref=ref_named(page, "button", "Ask"))
+        assert asked["pending_dialogs"] == [{"type": "confirm", "message": "Sure?", "default_prompt": ""}]
+        assert call(session, "browser_snapshot")["pending_dialogs"][0]["message"] == "Sure?"
+        answered = call(session, "browser_dialog", action="accept")
+        assert answered["result"] == "accepted the confirm dialog" and answered["pending_dialogs"] == []
+        assert "paragraph: \"yes\"" in call(session, "browser_snapshot")["snapshot"] or \
+            "paragraph: yes" in call(session, "browser_snapshot")["snapshot"]
+        assert call(session, "browser_dialog", action="dismiss")["error"] == "no JavaScript dialog is open on this page"
+        title = call(session, "browser_cdp", method="Runtime.evaluate", params={"expression": "document.title"})
+        assert '"value": "Dialogs"' in title["result"]
+        assert "must be Domain.method" in call(session, "browser_cdp", method="evaluate")["error"]
+        refused = call(session, "browser_cdp", method="Page.navigate",
+                       params={"url": "http://169.254.169.254/latest/"})
+        assert refused["error"].startswith("refused to open")
+        assert "failed" in call(session, "browser_cdp", method="Nope.nothing")["error"]
+    finally:
+        close(session)
+        browser.configure("browser:\n  allow_private_urls: true\n")
+
+
+def test_a_redirect_in_the_endpoint_browser_is_refused(browser: BrowserHarness, pages: PageServer,
+                                                       endpoint: str) -> None:
+    browser.configure(f"browser:\n  allow_private_urls: true\n  cdp_url: {endpoint}\n")
+    session = browser.session()
+    try:
+        refused = call(session, "browser_navigate", url=pages.url("/to-metadata"))
+        assert "refused" in refused.get("error", ""), refused
+        assert "169.254.169.254" in refused["error"]
+    finally:
+        close(session)
+        browser.configure("browser:\n  allow_private_urls: true\n")
+
+
+def test_a_private_page_is_refused_in_the_endpoint_browser_by_default(tmp_path: Path, pages: PageServer,
+                                                                      endpoint: str) -> None:
+    strict = BrowserHarness(tmp_path, pages)
+    strict.configure(f"browser:\n  cdp_url: {endpoint}\n")
+    session = strict.session()
+    try:
+        assert "private or loopback" in call(session, "browser_navigate", url=pages.url("/form"))["error"]
+    finally:
+        close(session)
