@@ -296,7 +296,17 @@ SCHEMA = Schema(
         _section("image_gen", *_ROUTED, ("provider", "text"), ("model", "text"), open_tables=(ANY_TABLE,)),
         _section("tts", *_ROUTED, ("provider", "text"), open_tables=(ANY_TABLE,)),
         _section("stt", *_ROUTED, ("provider", "text"), open_tables=(ANY_TABLE,)),
-        _section("browser", *_ROUTED, ("cloud_provider", "text"), open_tables=(ANY_TABLE,)),
+        _section(
+            "browser", *_ROUTED, ("cloud_provider", "text"), ("cdp_url", "text"), ("chromium", "text"),
+            ("allow_private_urls", "flag", {"default": False}), ("persist_profile", "flag", {"default": False}),
+            ("headless", "flag", {"default": True}),
+            ("snapshot_budget", "integer", {"default": 8000, "minimum": 500, "maximum": 200_000}),
+            ("inactivity_timeout", "number", {"default": 300.0, "minimum": 10, "maximum": 86_400}),
+            ("command_timeout", "number", {"default": 30.0, "minimum": 1, "maximum": 300}),
+            ("download_max_bytes", "integer", {"default": 50 * 2**20, "minimum": 1024, "maximum": 4 * 2**30}),
+            ("dialog_policy", "choice", {"default": "dismiss", "choices": ("dismiss", "accept")}),
+            open_tables=(ANY_TABLE,),
+        ),
         _section("video_gen", *_ROUTED, ("provider", "text"), open_tables=(ANY_TABLE,)),
         _section(
             "vision",
