@@ -34,7 +34,7 @@ from hermes.config.reader import ConfigReader
 from hermes.errors import ConfigError
 
 #: a server's name: what the tool names and the CLI use
-NAME_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
+NAME_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,47}$")
 TRANSPORTS = ("stdio", "http", "sse")
 DEFAULT_CALL_TIMEOUT = 120.0
 DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -110,7 +110,7 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
     """One ``mcp_servers.<name>`` entry; raises :class:`ConfigError` naming the key that is wrong."""
     where = f"mcp_servers.{name}"
     if not NAME_RULE.match(name):
-        raise ConfigError(f"{where}: server names are 1-48 letters, digits, '_', '.' or '-', starting with a "
+        raise ConfigError(f"{where}: server names are 1-48 letters, digits, '_' or '-', starting with a "
                           "letter or digit")
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where} in config.yaml must be a table (command: ... or url: ...)")

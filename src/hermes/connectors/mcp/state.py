@@ -98,7 +98,10 @@ class StateFiles:
         return tuple(t for t in tools if t is not None)
 
     def write(self, state: ServerState, fingerprint: str) -> None:
-        """Record ``state``; the listing is kept from the file when this state has none of its own."""
+        """Record ``state``; the listing is kept from the file when this state has none of its own. A server
+        stopped because its process ends leaves the last real outcome in place."""
+        if state.status == STOPPED:
+            return
         old = self.read(state.name)
         data: dict[str, Any] = {
             "fingerprint": fingerprint, "status": state.status, "error": state.error,
