@@ -79,7 +79,7 @@ class _Binding:
             others = {n for s, names in self.registered.items() for n in names} | {
                 n for n in self.reg.names() if n not in old and not n.startswith("mcp_")}
             names = function_names(server, [t.name for t in chosen], taken=others)
-            for name in set(old) - {names[t.name] for t in chosen}:
+            for name in old:  # a new listing replaces the old entries (no "registered again" warning)
                 self.reg.unregister(name)
             for tool in chosen:
                 self._register(config, tool, names[tool.name])
