@@ -123,9 +123,11 @@ def main() -> None:
               f"(ratio {pct(ours, .5) / pct(ref, .5):.2f})")
         none, three = startup(home, 5)
         print("2. registering MCP tools at session start (servers connect in the background)")
-        print(f"   0 servers {none * 1e3:6.2f} ms   3 servers {three * 1e3:6.2f} ms   growth {(three - none) * 1e3:6.2f} ms")
+        print(f"   0 servers {none * 1e3:6.2f} ms   3 servers {three * 1e3:6.2f} ms   "
+              f"growth {(three - none) * 1e3:6.2f} ms")
         chars = len(json.dumps(definitions))
-        print(f"3. tool definitions: mcp-server-time ({len(definitions)} tools) {chars} characters ≈ {chars // 4} tokens")
+        print(f"3. tool definitions: mcp-server-time ({len(definitions)} tools) {chars} characters "
+              f"≈ {chars // 4} tokens")
         for n in (1, 3, 10):
             print(f"   {n:>2} such servers ≈ {n * chars // 4} tokens per turn")
 
