@@ -46,6 +46,7 @@ class McpManager:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        _sdk_logs_to(self.log_dir)
 
     # -- the loop ----------------------------------------------------------------------------------------
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
@@ -175,6 +176,23 @@ class McpManager:
             thread.join(timeout)
         with self._lock:
             self._loop = None
+
+
+def _sdk_logs_to(folder: Path) -> None:
+    """The SDK's own log records (a server's malformed frames are logged with tracebacks) go to
+    ``logs/mcp/sdk.log``, never to the person's terminal."""
+    sdk = logging.getLogger("mcp")
+    if any(getattr(h, "hermes_mcp", False) for h in sdk.handlers):
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(folder / "sdk.log", delay=True, encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+    handler.hermes_mcp = True  # type: ignore[attr-defined]
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    sdk.addHandler(handler)
+    sdk.propagate = False
 
 
 _managers: dict[Path, McpManager] = {}
