@@ -142,7 +142,10 @@ class Connection:
         """Connect, list, serve until broken (returns) or fail (raises). Entering and leaving the SDK's
         client happen in this one task (its anyio scopes require it), so the deadlines are
         ``asyncio.timeout`` blocks, never ``wait_for`` (which would run the entry in another task)."""
-        from mcp import Client
+        try:
+            from mcp import Client
+        except ImportError:
+            raise McpError("the mcp package is not installed: pip install 'hermes[mcp]'") from None
 
         self._broken.clear()
         deadline = self.config.connect_timeout
