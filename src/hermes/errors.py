@@ -14,7 +14,8 @@ Every error the program raises on purpose derives from :class:`HermesError`::
     ├── ApprovalDenied              a dangerous command was not approved
     ├── ToolError                   a tool could not do its job; dispatch turns it into {"error": ...}
     │   ├── ToolArgumentError       the model sent arguments that do not fit the schema
-    │   └── LocalProgramError       a local program (espeak-ng, ffmpeg, sox) is missing or failed
+    │   ├── LocalProgramError       a local program (espeak-ng, ffmpeg, sox) is missing or failed
+    │   └── McpError                an MCP server is not connected, failed, timed out or refused a call
     ├── ModelError                  the model endpoint failed after retries
     │   └── ModelUnreachable        the endpoint could not be reached at all
     ├── StoreError                  the SQLite store failed
@@ -94,6 +95,10 @@ class LocalProgramError(ToolError):
     A ToolError, so a tool that lets it through answers ``{"error": ...}``; the gateway server maps it to
     an HTTP error of its own.
     """
+
+
+class McpError(ToolError):
+    """An MCP server is not connected, crashed, timed out or answered with an error (names the server)."""
 
 
 class ModelError(HermesError):

@@ -34,9 +34,14 @@ class SessionRequest:
 
 
 def load_tools(settings: Settings, reg: ToolRegistry = registry) -> ToolRegistry:
-    """Discover built-in tools and plugins into ``reg`` (the catalog sessions are built from)."""
+    """Discover built-in tools, plugins and MCP servers' tools into ``reg`` (the catalog sessions are built
+    from). MCP servers connect in the background; their tools come from the last listing until then."""
     discover_builtin_tools(reg)
     discover_plugins(reg, settings.paths.plugins)
+    if settings.get("mcp_servers"):
+        from hermes.tools.mcp.tool import load_mcp_tools
+
+        load_mcp_tools(settings, reg)
     return reg
 
 

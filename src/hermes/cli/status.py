@@ -60,6 +60,10 @@ def collect(settings: Settings, *, full: bool) -> dict[str, Any]:
         data["storage"] = storage(settings.paths.home)
         data["scheduler"] = scheduler(settings.paths.home)
         data["sandbox"] = sandbox_status(settings)
+        if settings.get("mcp_servers"):
+            from hermes.tools.mcp.tool import server_report
+
+            data["mcp_servers"] = server_report(settings)
     return data
 
 
@@ -251,4 +255,9 @@ def render(data: dict[str, Any]) -> list[str]:
             state = "not running"
         lines.append("◆ Cron scheduler")
         lines.append(f"  {state} — lock file {sc['lock_file']}")
+    if "mcp_servers" in data:
+        from hermes.tools.mcp.tool import report_lines
+
+        lines.append("◆ MCP servers (each session connects them in the background; 'hermes mcp test' checks now)")
+        lines += report_lines(data["mcp_servers"])
     return lines

@@ -145,6 +145,14 @@ def _list(args: argparse.Namespace) -> int:
             mark = f"✓ {tool}" if ok else f"✗ {tool} — unavailable: {reason}"
             extra = "" if tool in resolved.tools or state not in ("on", "partly") else "  (not in this session)"
             print(f"            {mark}{extra}")
+    if settings.get("mcp_servers"):
+        from hermes.tools.mcp.tool import report_lines, server_report
+
+        print()
+        print("MCP servers (mcp_servers in config.yaml; each session connects them in the background, as toolsets "
+              "mcp-<server>; 'hermes mcp test NAME' checks one now):")
+        for line in report_lines(server_report(settings)):
+            print(line)
     if reg.load_errors:
         print()
         print("Failed to load (these tools are missing):")

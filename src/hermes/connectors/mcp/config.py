@@ -1,0 +1,173 @@
+"""The ``mcp_servers:`` section of config.yaml, read into typed server settings (pure; no SDK import).
+
+One entry per server, keyed by its name::
+
+    mcp_servers:
+      time:                        # stdio: a program the client starts and talks to over stdin/stdout
+        command: mcp-server-time
+        args: ["--local-timezone", "UTC"]
+        env: {TZ_TOKEN: "${TZ_TOKEN}"}
+        cwd: ~/work
+      remote:                      # Streamable HTTP (or legacy SSE with ``transport: sse``)
+        url: http://127.0.0.1:8000/mcp
+        headers: {Authorization: "Bearer ${REMOTE_TOKEN}"}
+        timeout: 60                # seconds per tool call
+        connect_timeout: 30        # seconds for the handshake and the tool listing
+        tools: {include: [search], exclude: []}
+        enabled: true
+
+``${VAR}`` (or ``${env:VAR}``) in ``env``, ``headers``, ``args``, ``url`` and ``cwd`` is filled from the
+environment (``.env`` included); an unset variable is an error naming it, never an empty string sent on.
+The values filled in are the server's :attr:`McpServerConfig.secrets`: masked in every message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes.config.reader import ConfigReader
+from hermes.errors import ConfigError
+
+#: a server's name: what the tool names and the CLI use
+NAME_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,47}$")
+TRANSPORTS = ("stdio", "http", "sse")
+DEFAULT_CALL_TIMEOUT = 120.0
+DEFAULT_CONNECT_TIMEOUT = 30.0
+_VAR = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
+
+EnvLookup = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One configured MCP server."""
+
+    name: str
+    transport: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    enabled: bool = True
+    timeout: float = DEFAULT_CALL_TIMEOUT
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    include: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    #: values filled in from the environment, and every env/header value: masked wherever shown
+    secrets: tuple[str, ...] = ()
+
+    def wants(self, tool: str) -> bool:
+        """Whether the include/exclude lists let ``tool`` through."""
+        if self.include is not None and tool not in self.include:
+            return False
+        return tool not in self.exclude
+
+    def fingerprint(self) -> str:
+        """A digest of what decides which server this is (command, args, url, cwd): the key of its cached
+        tool listing. Environment and header values are left out, so a rotated token keeps the cache."""
+        ident = json.dumps([self.transport, self.command, list(self.args), self.url, self.cwd])
+        return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+    def describe(self) -> str:
+        """Where the server is, for people (never with env or header values)."""
+        if self.transport == "stdio":
+            return " ".join([self.command or "", *self.args]).strip()
+        return f"{self.url} ({'SSE' if self.transport == 'sse' else 'Streamable HTTP'})"
+
+
+def _fill(text: str, lookup: EnvLookup, where: str, filled: list[str]) -> str:
+    def repl(match: re.Match[str]) -> str:
+        value = lookup(match.group(1))
+        if value is None:
+            raise ConfigError(f"{where} in config.yaml uses ${{{match.group(1)}}}, which is not set")
+        filled.append(value)
+        return value
+
+    return _VAR.sub(repl, text)
+
+
+def _string_map(reader: ConfigReader, key: str, lookup: EnvLookup, filled: list[str]) -> dict[str, str]:
+    raw = reader.value(key, {})
+    if not isinstance(raw, Mapping):
+        raise reader.fail(key, "must be a table of names to strings")
+    out: dict[str, str] = {}
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise reader.fail(f"{key}.{name}", "must be a string")
+        out[str(name)] = _fill(str(value), lookup, reader.name(f"{key}.{name}"), filled)
+    filled.extend(out.values())
+    return out
+
+
+def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
+    """One ``mcp_servers.<name>`` entry; raises :class:`ConfigError` naming the key that is wrong."""
+    where = f"mcp_servers.{name}"
+    if not NAME_RULE.match(name):
+        raise ConfigError(f"{where}: server names are 1-48 letters, digits, '_' or '-', starting with a "
+                          "letter or digit")
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} in config.yaml must be a table (command: ... or url: ...)")
+    reader = ConfigReader(entry, f"{where}.")
+    filled: list[str] = []
+    command = reader.text("command")
+    url = reader.text("url")
+    if bool(command) == bool(url):
+        raise ConfigError(f"{where} in config.yaml needs exactly one of command (stdio) or url (HTTP)")
+    transport = reader.text("transport", "stdio" if command else "http")
+    if transport == "streamable-http":
+        transport = "http"
+    if transport not in TRANSPORTS or (transport == "stdio") != bool(command):
+        raise reader.fail("transport", "must be stdio (with command), http or sse (with url)")
+    args = tuple(_fill(a, lookup, reader.name("args"), filled) for a in reader.strings("args", ()))
+    if url is not None:
+        url = _fill(url, lookup, reader.name("url"), filled)
+        if not url.startswith(("http://", "https://")):
+            raise reader.fail("url", "must start with http:// or https://")
+    cwd = reader.text("cwd")
+    tools = reader.table("tools")
+    include = tools.strings("include", ()) if tools.value("include") is not None else None
+    return McpServerConfig(
+        name=name, transport=transport, command=command, args=args,
+        env=_string_map(reader, "env", lookup, filled),
+        cwd=_fill(cwd, lookup, reader.name("cwd"), filled) if cwd else None,
+        url=url, headers=_string_map(reader, "headers", lookup, filled),
+        enabled=reader.flag("enabled", True),
+        timeout=reader.number("timeout", DEFAULT_CALL_TIMEOUT, minimum=1, maximum=3600),
+        connect_timeout=reader.number("connect_timeout", DEFAULT_CONNECT_TIMEOUT, minimum=1, maximum=600),
+        include=include, exclude=tools.strings("exclude", ()),
+        secrets=tuple(sorted({v for v in filled if len(v) >= 4}, key=len, reverse=True)),
+    )
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """Every configured server, and the entries that could not be read (name → why)."""
+
+    servers: tuple[McpServerConfig, ...] = ()
+    errors: Mapping[str, str] = field(default_factory=dict)
+
+    def get(self, name: str) -> McpServerConfig | None:
+        return next((s for s in self.servers if s.name == name), None)
+
+
+def read_servers(section: Any, lookup: EnvLookup) -> McpSettings:
+    """All of ``mcp_servers:``; one bad entry is reported in ``errors`` and never hides the others."""
+    if section is None:
+        return McpSettings()
+    if not isinstance(section, Mapping):
+        return McpSettings(errors={"mcp_servers": "mcp_servers in config.yaml must be a table of servers"})
+    servers: list[McpServerConfig] = []
+    errors: dict[str, str] = {}
+    for name, entry in section.items():
+        try:
+            servers.append(read_server(str(name), entry, lookup))
+        except ConfigError as exc:
+            errors[str(name)] = str(exc)
+    return McpSettings(tuple(servers), errors)

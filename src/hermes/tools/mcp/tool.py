@@ -1,0 +1,223 @@
+"""MCP servers' tools in the catalog: one entry per tool, ``mcp_<server>_<tool>``, toolset ``mcp-<server>``.
+
+:func:`load_mcp_tools` reads ``mcp_servers:``, hands the servers to the process's
+:class:`~hermes.connectors.mcp.manager.McpManager` (which connects them in the background and returns
+at once) and registers each server's tools in the catalog: the live listing when the server is
+already connected, else the last listing it sent (``cache/mcp/<server>.json``), so a session starting
+now offers them without waiting. When a listing arrives later the entries are brought up to date for
+sessions started afterwards (a running session keeps the tools it was offered, TS-9).
+
+Each call is validated against the server's input schema (all of JSON Schema, with the field named
+in the error), sent through the manager under the server's timeout, and its content turned into a
+result (:mod:`hermes.connectors.mcp.results`); the session's finish step applies the result budget
+and the secret masking. A tool is unavailable while its server has failed (left out of new sessions'
+definitions); a call to a server that crashed, hangs or sent garbage answers ``{"error": ...}`` naming
+the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes.connectors.mcp.config import McpServerConfig, McpSettings, read_servers
+from hermes.connectors.mcp.names import function_names
+from hermes.connectors.mcp.state import DISABLED, FAILED, READY, STOPPED, McpTool, ServerState
+from hermes.errors import ToolArgumentError
+
+if TYPE_CHECKING:
+    from hermes.config.settings import Settings
+    from hermes.connectors.mcp.manager import McpManager
+    from hermes.tools.registry import ToolRegistry
+
+logger = logging.getLogger(__name__)
+
+TOOLSET_PREFIX = "mcp-"
+MAX_DESCRIPTION = 1024
+
+
+def mcp_settings(settings: Settings) -> McpSettings:
+    """The configured servers (``mcp_servers:``) with ``${VAR}`` filled from the environment and ``.env``."""
+    return read_servers(settings.get("mcp_servers"), settings.env.get)
+
+
+def toolset_of(server: str) -> str:
+    return f"{TOOLSET_PREFIX}{server}"
+
+
+def _check_arguments(validator: Any, args: dict[str, Any]) -> None:
+    errors = sorted(validator.iter_errors(args), key=lambda e: (len(e.path), str(e.message)))
+    if not errors:
+        return
+    first = errors[0]
+    where = ".".join(str(p) for p in first.absolute_path) or "arguments"
+    raise ToolArgumentError(f"'{where}': {first.message}")
+
+
+class _Binding:
+    """The MCP entries one catalog holds, kept in step with the manager's listings."""
+
+    def __init__(self, reg: ToolRegistry, manager: McpManager, media_dir: Path) -> None:
+        self.reg = reg
+        self.manager = manager
+        self.media_dir = media_dir
+        self.configs: dict[str, McpServerConfig] = {}
+        self.registered: dict[str, dict[str, str]] = {}  # server → {function name: tool name}
+        self._lock = threading.Lock()
+
+    def sync(self, server: str, tools: tuple[McpTool, ...]) -> None:
+        config = self.configs.get(server)
+        with self._lock:
+            old = self.registered.pop(server, {})
+            if config is None or not config.enabled:
+                for name in old:
+                    self.reg.unregister(name)
+                return
+            chosen = [t for t in tools if config.wants(t.name)]
+            others = {n for s, names in self.registered.items() for n in names} | {
+                n for n in self.reg.names() if n not in old and not n.startswith("mcp_")}
+            names = function_names(server, [t.name for t in chosen], taken=others)
+            for name in old:  # a new listing replaces the old entries (no "registered again" warning)
+                self.reg.unregister(name)
+            for tool in chosen:
+                self._register(config, tool, names[tool.name])
+            self.registered[server] = {names[t.name]: t.name for t in chosen}
+
+    def _register(self, config: McpServerConfig, tool: McpTool, name: str) -> None:
+        server = config.name
+        manager, media_dir = self.manager, self.media_dir
+        description = (tool.description or f"the {tool.name} tool").strip()
+        if len(description) > MAX_DESCRIPTION:
+            description = description[: MAX_DESCRIPTION - 1] + "…"
+        schema = {"name": name, "description": f"{description} (MCP server '{server}', tool '{tool.name}')",
+                  "parameters": tool.input_schema}
+        validator: list[Any] = []
+
+        def handler(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+            from hermes.connectors.mcp.results import convert_result
+
+            if not validator:
+                import jsonschema
+
+                cls = jsonschema.validators.validator_for(tool.input_schema, jsonschema.Draft202012Validator)
+                validator.append(cls(tool.input_schema))
+            # an explicit null for an optional argument means "not given" (as for every hermes tool)
+            required = set(tool.input_schema.get("required") or ())
+            sent = {k: v for k, v in args.items() if v is not None or k in required}
+            _check_arguments(validator[0], sent)
+            result = manager.call(server, tool.name, sent)
+            return convert_result(result, server=server, tool=tool.name, media_dir=media_dir)
+
+        def available() -> bool:
+            state = manager.states().get(server)
+            return state is not None and state.status not in (FAILED, DISABLED, STOPPED)
+
+        previous = self.reg.current_source
+        self.reg.current_source = f"mcp:{server}"
+        try:
+            self.reg.register(name=name, toolset=toolset_of(server), schema=schema, handler=handler,
+                              check_fn=available, max_result_chars=None, mcp_server=server, mcp_tool=tool.name)
+        except (ValueError, TypeError) as exc:
+            logger.warning("MCP tool %s of %s not registered: %s", tool.name, server, exc)
+        finally:
+            self.reg.current_source = previous
+
+    def on_change(self, state: ServerState) -> None:
+        if state.name in self.configs and state.status == READY and not state.tools_cached:
+            self.sync(state.name, state.tools)
+
+
+_bindings: dict[int, _Binding] = {}
+_bindings_lock = threading.Lock()
+
+
+def _binding(reg: ToolRegistry, manager: McpManager, home: Path) -> _Binding:
+    with _bindings_lock:
+        binding = _bindings.get(id(reg))
+        if binding is None or binding.reg is not reg or binding.manager is not manager:
+            binding = _bindings[id(reg)] = _Binding(reg, manager, home / "cache" / "mcp_media")
+            manager.add_listener(binding.on_change)
+        return binding
+
+
+def load_mcp_tools(settings: Settings, reg: ToolRegistry) -> McpSettings:
+    """Start (in the background) the configured servers and register their known tools in ``reg``."""
+    cfg = mcp_settings(settings)
+    for name, why in cfg.errors.items():
+        reg.load_errors[f"mcp:{name}"] = why
+    if not cfg.servers and not _bindings:
+        return cfg
+    from hermes.connectors.mcp.manager import manager_for
+
+    manager = manager_for(settings.paths.home)
+    binding = _binding(reg, manager, settings.paths.home)
+    binding.configs = {s.name: s for s in cfg.servers}
+    manager.configure(cfg.servers)
+    states = manager.states()
+    for server in list(binding.registered):
+        if server not in binding.configs:
+            binding.sync(server, ())
+    for config in cfg.servers:
+        state = states.get(config.name)
+        tools = state.tools if state is not None and state.tools else (
+            manager.files.cached_tools(config.name, config.fingerprint()) or ())
+        binding.sync(config.name, tools)
+    return cfg
+
+
+def server_report(settings: Settings) -> list[dict[str, Any]]:
+    """Each configured server and what is known of it: live in this process, else from its last run."""
+    import time
+
+    cfg = mcp_settings(settings)
+    from hermes.connectors.mcp.manager import existing_manager
+    from hermes.connectors.mcp.state import StateFiles
+
+    manager = existing_manager(settings.paths.home)
+    live = manager.states() if manager is not None else {}
+    files = StateFiles(settings.paths.home / "cache" / "mcp")
+    out: list[dict[str, Any]] = []
+    for config in cfg.servers:
+        row: dict[str, Any] = {"name": config.name, "transport": config.transport, "where": config.describe(),
+                               "enabled": config.enabled}
+        if not config.enabled:
+            row["status"] = DISABLED
+        elif config.name in live:
+            row.update(live[config.name].summary())
+        else:
+            last = files.read(config.name)
+            same = last.get("fingerprint") == config.fingerprint()
+            if not same or "status" not in last:
+                row["status"] = "not connected yet (run: hermes mcp test " + config.name + ")"
+            else:
+                ago = max(0, round(time.time() - float(last.get("checked_at") or 0)))
+                row["status"] = f"last run: {last['status']} ({_ago(ago)} ago)"
+                if last.get("error"):
+                    row["error"] = last["error"]
+                row["tools"] = len(last.get("tools") or [])
+        out.append(row)
+    for name, why in cfg.errors.items():
+        out.append({"name": name, "status": "invalid", "error": why})
+    return out
+
+
+def _ago(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
+
+
+def report_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """``hermes tools list`` and ``hermes status --full``: one line per server (and its error)."""
+    lines: list[str] = []
+    for row in rows:
+        tools = f", {row['tools']} tools" if "tools" in row else ""
+        where = f"{row['where']} — " if row.get("where") else ""
+        lines.append(f"  {row['name']:<14}{where}{row['status']}{tools}")
+        if row.get("error"):
+            lines.append(f"  {'':<14}✗ {row['error']}")
+    return lines
