@@ -39,8 +39,12 @@ HOME_SECRET_FILES = (
     ".aws/credentials", ".netrc", ".git-credentials", ".pgpass", ".pypirc",
     ".docker/config.json", ".kube/config", ".config/gcloud/application_default_credentials.json",
     ".config/gcloud/credentials.db", ".config/gcloud/access_tokens.db",
+    ".m2/settings.xml", ".cargo/credentials", ".cargo/credentials.toml", ".config/gh/hosts.yml",
+    ".terraform.d/credentials.tfrc.json", ".claude/.credentials.json", ".config/hub",
 )  # fmt: skip
-HOME_SECRET_DIRS = (".gnupg", ".password-store")
+#: folders in a home folder that are never read: key rings, cloud logins, browser profiles (cookies)
+HOME_SECRET_DIRS = (".gnupg", ".password-store", ".azure", ".config/chromium", ".config/google-chrome",
+                    ".mozilla")
 SYSTEM_SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 #: the files of a ``.ssh`` folder that hold no key material
 SSH_PUBLIC_NAMES = frozenset({"known_hosts", "known_hosts.old", "authorized_keys", "authorized_keys2", "config"})

@@ -87,6 +87,12 @@ def test_tools_drive_the_endpoint_browser_and_dialogs_wait(browser: BrowserHarne
                        params={"url": "http://169.254.169.254/latest/"})
         assert refused["error"].startswith("refused to open")
         assert "failed" in call(session, "browser_cdp", method="Nope.nothing")["error"]
+        # methods that would open pages or write files past the navigation checks are refused
+        for method, params in (("Target.createTarget", {"url": pages.url("/dialogs")}),
+                               ("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": "/tmp"}),
+                               ("Page.setDownloadBehavior", {"behavior": "allow"}), ("Fetch.disable", {}),
+                               ("Page.frameNavigated", {"url": "http://169.254.169.254/"})):
+            assert "refused" in call(session, "browser_cdp", method=method, params=params)["error"], method
     finally:
         close(session)
         browser.configure("browser:\n  allow_private_urls: true\n")

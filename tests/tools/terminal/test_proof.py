@@ -256,3 +256,23 @@ def test_session_and_always_approvals_remember_the_command(hermes_home: Path, wo
     assert "cargo build" in (hermes_home / "config.yaml").read_text(encoding="utf-8")
     later = _session(hermes_home, Surface.ONESHOT)
     gate.authorize("cargo build --release", {"session": later}, cwd=workspace)
+
+
+def test_git_directories_are_judged_by_where_they_are_and_what_git_reads(tmp_path: Path) -> None:
+    """Found by a security review: a workdir inside .git, a bare repository, and a byte-order mark that
+    hid a [core] section (git skips it) each let a write or a git read count as proven safe."""
+    repo, bare = tmp_path / "repo", tmp_path / "bare"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    assert classify("echo x > config", cwd=str(repo / ".git")).level == "unproven"
+    assert classify("echo x > config", cwd=str(bare)).level == "unproven"
+    assert classify("echo x > notes.txt", cwd=str(repo)).level == "safe"
+    assert classify("git status", cwd=str(repo)).level == "safe"
+    (repo / ".git" / "config").write_text('\ufeff[core]\n\tfsmonitor = "touch /tmp/pwned; false"\n', encoding="utf-8")
+    assert classify("git status", cwd=str(repo)).level == "unproven"
+
+
+@pytest.mark.parametrize("command", ["jobs -x rm -rf /", "test -v 'a[$(id)]'", "[ -v 'a[$(id)]' ]",
+                                     "printf -v 'a[$(id)]' x", "wait -p 'a[$(id)]'"])
+def test_builtins_that_run_code_through_their_words_are_not_proven(command: str, tmp_path: Path) -> None:
+    assert classify(command, cwd=str(tmp_path)).level != "safe"

@@ -88,6 +88,17 @@ def cdp_available() -> bool:
     return bool(url) and playwright_installed() and endpoint_answers(str(url))
 
 
+#: CDP domains and methods a model may not call: they open targets or windows, change where downloads
+#: go, turn off request interception (the network checks) or reach the browser process itself
+_REFUSED_DOMAINS = frozenset({"Target", "Browser", "SystemInfo", "Tethering", "Storage", "ServiceWorker",
+                              "BackgroundService", "Extensions", "PWA"})
+_REFUSED_METHODS = frozenset({
+    "Page.setDownloadBehavior", "Page.navigateToHistoryEntry", "Page.createIsolatedWorld", "Fetch.disable",
+    "Fetch.enable", "Network.setRequestInterception", "Network.setBypassServiceWorker", "Page.setBypassCSP",
+    "Security.setIgnoreCertificateErrors", "Network.setCookie", "Network.setCookies", "Input.dispatchDragEvent",
+})
+
+
 async def browser_cdp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     tab = await tab_of(kw)
     if tab.owns_context:
@@ -97,6 +108,13 @@ async def browser_cdp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     if not _METHOD.match(method):
         raise ToolArgumentError(f"'method' must be Domain.method, such as Page.getLayoutMetrics, got {method[:100]!r}")
     params = args.get("params") or {}
+    domain = method.split(".", 1)[0]
+    if domain in _REFUSED_DOMAINS or method in _REFUSED_METHODS:
+        raise ToolError(f"{method} is refused: it can open pages or write files outside the navigation checks "
+                        "(use browser_navigate to open a page)")
+    for key in ("url", "frameUrl", "downloadPath"):
+        if isinstance(params, dict) and key in params and method != "Page.navigate":
+            raise ToolError(f"{method} with '{key}' is refused: only Page.navigate opens a URL, and it is checked")
     if method == "Page.navigate":
         target = str(params.get("url", ""))
         allow = tab.config.allow_private_urls

@@ -166,7 +166,8 @@ def _git_dir(start: str) -> str | None:
 
 def _config_reason(path: str) -> str | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        # utf-8-sig: git skips a byte-order mark at the start, so the reading must too
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
             text = fh.read(1_000_000)
     except OSError:
         return None

@@ -142,9 +142,8 @@ class Places:
             return f"writes `{shown[:60]}` in {ws}, a system directory, which is not taken as a workspace"
         if not inside(real, ws):
             return f"writes `{shown[:60]}` outside the workspace {ws}"
-        rel = real[len(ws):].lstrip("/")
-        if ".git" in rel.split("/"):
-            return f"writes `{shown[:60]}` inside .git (git configuration and hooks can name programs to run)"
+        if _in_git_dir(real):
+            return f"writes `{shown[:60]}` inside a git directory (its configuration and hooks can name programs)"
         home = self.home
         if inside(home, ws) and real != home and inside(real, home) and real[len(home):].lstrip("/")[:1] == ".":
             return f"writes `{shown[:60]}`, a dot-file of the home directory"
@@ -175,3 +174,18 @@ def real_dir(entry: str) -> str:
 
 def inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _in_git_dir(real: str) -> bool:
+    """Whether ``real`` lies in a git directory: a ``.git`` component anywhere in the path (the workspace
+    itself may be one), or an ancestor that is a bare repository (``HEAD`` beside ``objects/``)."""
+    if ".git" in real.split("/"):
+        return True
+    d = posixpath.dirname(real)
+    while True:
+        if os.path.isfile(os.path.join(d, "HEAD")) and os.path.isdir(os.path.join(d, "objects")):
+            return True
+        parent = posixpath.dirname(d)
+        if parent == d:
+            return False
+        d = parent

@@ -268,6 +268,10 @@ class Prover(Places):
                 return where
         if person:
             return None
+        if name in _BUILTINS:
+            why = _builtin_reason(name, args)
+            if why is not None:
+                return why
         inert = name in known.INERT
         if via_xargs and not inert:
             return f"xargs hands `{name}` arguments read from its input"
@@ -321,6 +325,24 @@ class Prover(Places):
                 why = f"`{name}` is found in the workspace ({found}), not a system program"
             self.found_on_path[key] = why
         return self.found_on_path[key]
+
+#: builtins whose options run or define code: ``jobs -x CMD`` runs CMD, ``printf -v`` and ``wait -p``
+#: assign to a name (an array subscript in it is evaluated), ``test -v``/``-R`` evaluate a subscript
+_CODE_OPTIONS = {"jobs": ("-x",), "printf": ("-v",), "wait": ("-p",), "test": ("-v", "-R"), "[": ("-v", "-R")}
+
+
+def _builtin_reason(name: str, args: list[str]) -> str | None:
+    """Why a shell builtin's arguments are not inert, or None. Bash evaluates array subscripts
+    (``a[$(cmd)]``) in the names and numbers several builtins take, which runs the substitution even
+    when the word was quoted, so any argument with a subscript and an expansion is not proven."""
+    for option in _CODE_OPTIONS.get(name, ()):
+        if any(a == option or (a.startswith("-") and not a.startswith("--") and option[1] in a[1:]) for a in args):
+            return f"`{name} {option}` runs or assigns through words the shell evaluates"
+    for a in args:
+        if "[" in a and ("$" in a or "`" in a):
+            return f"`{name}` may evaluate the array subscript in `{a[:40]}` as code"
+    return None
+
 
 def _next_is(toks: list[Token], k: int, count: int, op: str) -> bool:
     nxt = toks[k + 1] if k + 1 < count else None
