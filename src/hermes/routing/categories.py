@@ -93,6 +93,8 @@ class Category:
     fallback: Mapping[str, str | None]
     tools: Mapping[str, tuple[str, ...]]
     opt_in: bool = False
+    #: backends (vendor names, or ``"gateway"``) the routing knows but no tool of this installation drives
+    unbuilt: frozenset[str] = frozenset()
 
     @property
     def legacy_key(self) -> str:
@@ -218,13 +220,19 @@ BROWSER = Category(
         Vendor("browserbase", "Browserbase", _fs("browser"),
                env=(("BROWSERBASE_API_KEY",), ("BROWSERBASE_PROJECT_ID",)), api_origin="https://api.browserbase.com"),
         Vendor("camofox", "Camofox", _fs("browser"), env=(("CAMOFOX_URL",),), env_only=True, origin_env="CAMOFOX_URL"),
-        Vendor("local", "local Chromium", _fs("browser"), kind="local"),
+        Vendor("local", "local Chromium", _fs("browser"), kind="local",
+               programs=("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"),
+               packages=("playwright",), install_hint="pip install 'hermes[browser]' and the chromium package"),
     ),
     gateway_label="browser-use",
     coverage_key="browser-use",
     auto_order={"browser": ("camofox", "browser-use", "browserbase")},
     fallback={"browser": "local"},
-    tools={"browser": ()},
+    tools={"browser": ("browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_scroll",
+                       "browser_back", "browser_press", "browser_get_images", "browser_vision", "browser_console",
+                       "browser_exec")},
+    # the browser tools drive local Chromium or a CDP endpoint; the cloud browsers are routed, not built
+    unbuilt=frozenset({"browser-use", "browserbase", "camofox", "gateway"}),
 )
 
 VIDEO_GEN = Category(

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from hermes.routing.categories import CATEGORIES, Vendor
 
 NOT_BUILT = "not built yet — no tool uses it"
+NOT_BUILT_BACKEND = "not built yet — no tool drives this backend"
 
 
 def serving_tools(name: str) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from hermes.routing.categories import CATEGORIES
 from hermes.routing.credentials import Credentials
 from hermes.routing.entitlement import entitlement_for, gateway_error_text
 from hermes.routing.portal_auth import entry_expiry, refreshable, token_portal
-from hermes.routing.readiness import NOT_BUILT, local_problem, serving_tools
+from hermes.routing.readiness import NOT_BUILT, NOT_BUILT_BACKEND, local_problem, serving_tools
 from hermes.routing.selection import Route, gateway_display, resolve_all
 
 OK, OTHER, BAD = "✓", "○", "✗"
@@ -168,6 +168,11 @@ def _route(name: str, found: Route | SelectionError, credentials: Credentials, j
         where = "" if kind == "none" else f" (route: {found.message.removeprefix('active via ')})"
         return RouteStatus(name, "none" if kind == "none" else "gateway" if kind == "gateway" else "byok",
                            message=NOT_BUILT + where, mark=OTHER, missing=NOT_BUILT, **common)
+    backend = "gateway" if kind == "gateway" else (found.vendor or "")
+    if backend in CATEGORIES[found.category].unbuilt:
+        what = f"{NOT_BUILT_BACKEND} (route: {found.message.removeprefix('active via ')})"
+        return RouteStatus(name, kind if kind in ("gateway", "none") else "byok", message=what, mark=OTHER,
+                           missing=what, **common)
     if kind == "gateway":
         entitlement = entitlement_for(found, credentials, judge)
         assert entitlement is not None
