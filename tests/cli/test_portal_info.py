@@ -83,7 +83,7 @@ def test_logged_out_defaults() -> None:
           Image generation  ○ not configured
           Text to speech    ○ active via local eSpeak
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
-          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Browser           ○ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
           Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
@@ -100,7 +100,7 @@ def test_paid_subscription_with_one_own_key() -> None:
           Image generation  ✓ active via Nous subscription
           Text to speech    ✓ active via Nous subscription
           Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
-          Browser           ○ not built yet — no tool uses it (route: Browser Use key)
+          Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
           Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
@@ -117,7 +117,7 @@ def test_free_tier_does_not_cover_speech() -> None:
           Image generation  ✓ active via Nous subscription
           Text to speech    ✗ Nous subscription selected — not covered by the free tool tier
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
-          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Browser           ○ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
           Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
@@ -132,7 +132,7 @@ def test_expired_but_refreshable_is_not_refreshed_by_info() -> None:
           Image generation  ✓ active via Nous subscription
           Text to speech    ✓ active via Nous subscription
           Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
-          Browser           ○ not built yet — no tool uses it (route: Browser Use key)
+          Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
           Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
@@ -151,7 +151,7 @@ def test_expired_without_refresh_token() -> None:
           Image generation  ○ not configured
           Text to speech    ✗ Nous subscription selected — the Nous Portal login has expired
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
-          Browser           ○ not built yet — no tool uses it (route: Browser Use key)
+          Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
           Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
@@ -176,7 +176,7 @@ def test_selection_errors_and_split_web() -> None:
 
           Portal:  https://portal.nousresearch.com
           Model:   currently openai (switch with 'hermes model')
-        """)  # noqa: E501
+        """)
 
 
 def test_legacy_use_gateway_and_env_token() -> None:
@@ -191,7 +191,7 @@ def test_legacy_use_gateway_and_env_token() -> None:
           Image generation  ✓ active via Nous subscription
           Text to speech    ○ active via local eSpeak
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
-          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Browser           ✗ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
           Video generation  ○ not built yet — no tool uses it (route: FAL key)
 
           Portal:  https://portal.nousresearch.com
@@ -208,7 +208,7 @@ def test_no_tool_access_and_opaque_token() -> None:
           Image generation  ○ not configured
           Text to speech    ✗ Nous subscription selected — no active subscription with tool access
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
-          Browser           ○ not built yet — no tool uses it (route: local Chromium)
+          Browser           ○ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
           Video generation  ○ not built yet — no tool uses it
 
           Portal:  https://portal.nousresearch.com
@@ -238,8 +238,12 @@ def test_the_report_is_the_answer_the_tools_act_on(config: dict[str, Any], env: 
             assert item == {**item, "route": "error", "vendor": None, "origin": None, "message": str(found)}
             continue
         assert (item["vendor"], item["origin"], item["kind"]) == (found.vendor, found.origin, found.kind)
-        if name.split(".")[0] in ("stt", "browser", "video_gen"):  # no tool of this installation uses them
+        if name.split(".")[0] in ("stt", "video_gen"):  # no tool of this installation uses them
             assert not item["ready"] and item["message"].startswith("not built yet")
+            continue
+        if name == "browser":  # only local Chromium is driven; the cloud browsers are routed, not built
+            local = found.kind == "local"
+            assert not item["ready"] and item["message"].startswith("not available" if local else "not built yet")
             continue
         if found.kind == "gateway":
             try:

@@ -24,7 +24,10 @@ from fakes.vendors.harness import GatewayHarness
 SERVED_BY: dict[str, tuple[str, ...]] = {
     "Web tools": ("web_search", "web_extract"), "Web search": ("web_search",), "Web extract": ("web_extract",),
     "Image generation": ("image_generate",), "Text to speech": ("text_to_speech",),
-    "Speech to text": (), "Browser": (), "Video generation": (),
+    "Speech to text": (), "Video generation": (),
+    "Browser": ("browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_scroll",
+                "browser_back", "browser_press", "browser_get_images", "browser_vision", "browser_console",
+                "browser_exec"),
 }
 ROUTED_TOOLS = ("web_search", "web_extract", "image_generate", "text_to_speech")
 _ROW = re.compile(r"^  (\S.{0,16}?)\s+([✓○✗]) (.*)$")
@@ -90,7 +93,7 @@ def check_agreement(home: Path, env: dict[str, str]) -> tuple[dict[str, tuple[st
             assert (marks[tool] is None) == active, (label, mark, message, tool, marks[tool])
             if marks[tool] is not None:
                 assert marks[tool] and marks[tool] != "requirements not met", (tool, marks[tool])
-    for tool in ("browser_navigate", "video_generate"):
+    for tool in ("video_generate",):
         assert tool not in marks  # not built: tools list shows no such tool, portal info says "not built yet"
     # status --full: the same gateway block, and the tools ready for a cli session as tools list counts them
     block = info.split("\n\n", 1)[0]
@@ -105,7 +108,8 @@ def test_fresh_home_without_espeak(tmp_path: Path) -> None:
     rows, marks = check_agreement(tmp_path / "home", {"PATH": fake_program(tmp_path / "bin", "bash")})
     assert rows["Text to speech"][1].startswith("not available — local eSpeak needs the program espeak-ng")
     assert "espeak-ng" in (marks["text_to_speech"] or "")
-    assert rows["Speech to text"][1].startswith("not built yet") and rows["Browser"][1].startswith("not built yet")
+    assert rows["Speech to text"][1].startswith("not built yet")
+    assert rows["Browser"][1].startswith("not available — local Chromium needs the program chromium")
     assert "FAL_KEY" in (marks["image_generate"] or "")
 
 
@@ -154,4 +158,5 @@ def test_logged_in_to_a_gateway(tmp_path: Path, gateway: GatewayHarness, user: s
     rows, marks = check_agreement(home, env)
     assert rows["Web tools"] == ("✓", "active via Nous subscription") and marks["web_search"] is None
     assert (marks["text_to_speech"] is None) is tts_active
-    assert rows["Browser"][1] == "not built yet — no tool uses it (route: Nous subscription)"
+    assert rows["Browser"][1] == "not built yet — no tool drives this backend (route: Nous subscription)"
+    assert "cannot drive yet" in (marks["browser_navigate"] or "")

@@ -75,7 +75,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
-def browser_available() -> bool:
+def browser_available() -> tuple[bool, str | None]:
     """Offline: playwright installed and a Chromium found, or a CDP endpoint configured, and no cloud
     backend selected that this build cannot drive."""
     from hermes.errors import HermesError
@@ -85,10 +85,10 @@ def browser_available() -> bool:
         from hermes.tools.browser.config import local_backend_ready
 
         settings = Settings.load()
-        ready, _why = local_backend_ready(settings)
+        ready, why = local_backend_ready(settings)
     except HermesError:
-        return True  # a malformed setting: the call says which
-    return ready
+        return True, None  # a malformed setting: the call says which
+    return ready, None if ready else why
 
 
 #: what every core browser tool registers with (one line each below: discovery looks for the calls)
