@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -68,8 +69,6 @@ class Board(SQLiteStore):
         self.files = files if files is not None else path.parent / "kanban"
         self.attachment_max_bytes = attachment_max_bytes
         self._conn = open_sqlite(path, KANBAN_MIGRATIONS, busy_timeout_ms=BUSY_TIMEOUT_MS * 6, name="kanban board")
-        import threading
-
         self._lock = threading.RLock()
 
     @classmethod
@@ -93,7 +92,7 @@ class Board(SQLiteStore):
         with self._reading("read a task") as conn:
             return self._task(conn, task_id)
 
-    def list(self, *, status: str | None = None, assignee: str | None = None, include_archived: bool = False,
+    def tasks(self, *, status: str | None = None, assignee: str | None = None, include_archived: bool = False,
              limit: int = 200) -> list[Task]:
         """Tasks, highest priority first, then oldest first."""
         where, params = ["1 = 1"], []
@@ -122,7 +121,8 @@ class Board(SQLiteStore):
     def events(self, task_id: str, *, limit: int = 1000) -> list[Event]:
         with self._reading("read events") as conn:
             self._task(conn, task_id)
-            rows = conn.execute("SELECT * FROM task_events WHERE task_id = ? ORDER BY id DESC LIMIT ?", (task_id, limit))
+            rows = conn.execute("SELECT * FROM task_events WHERE task_id = ? ORDER BY id DESC LIMIT ?",
+                                (task_id, limit))
             return [event_of(r) for r in reversed(rows.fetchall())]
 
     def runs(self, task_id: str | None = None) -> list[Run]:
@@ -131,7 +131,8 @@ class Board(SQLiteStore):
             if task_id is None:
                 return [run_of(r) for r in conn.execute("SELECT * FROM task_runs ORDER BY id")]
             self._task(conn, task_id)
-            return [run_of(r) for r in conn.execute("SELECT * FROM task_runs WHERE task_id = ? ORDER BY id", (task_id,))]
+            rows = conn.execute("SELECT * FROM task_runs WHERE task_id = ? ORDER BY id", (task_id,))
+            return [run_of(r) for r in rows]
 
     def comments(self, task_id: str) -> list[Comment]:
         with self._reading("read comments") as conn:

@@ -107,23 +107,27 @@ class Attachment:
         return asdict(self)
 
 
+def _fields(row: sqlite3.Row) -> dict[str, Any]:
+    return dict(zip(row.keys(), tuple(row), strict=True))
+
+
 def task_of(row: sqlite3.Row) -> Task:
-    return Task(**{k: row[k] for k in row.keys()})
+    return Task(**_fields(row))
 
 
 def run_of(row: sqlite3.Row) -> Run:
-    return Run(**{k: row[k] for k in row.keys()})
+    return Run(**_fields(row))
 
 
 def event_of(row: sqlite3.Row) -> Event:
-    values = {k: row[k] for k in row.keys()}
+    values = _fields(row)
     values["payload"] = json.loads(values["payload"])
     return Event(**values)
 
 
 def comment_of(row: sqlite3.Row) -> Comment:
-    return Comment(**{k: row[k] for k in row.keys()})
+    return Comment(**_fields(row))
 
 
 def attachment_of(row: sqlite3.Row) -> Attachment:
-    return Attachment(**{k: row[k] for k in row.keys()})
+    return Attachment(**_fields(row))
