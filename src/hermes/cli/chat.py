@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING, Any
 
 from hermes.cli.common import add_model_flags
@@ -36,8 +37,10 @@ def run(args: argparse.Namespace) -> int:
     _model_or_local(settings)
     demo = bool(getattr(args, "demo", False))
     prompt = DEMO_PROMPTS["read_file"] if demo else getattr(args, "oneshot", None) or getattr(args, "query", None)
+    # an agent the kanban dispatcher started for a task (HERMES_KANBAN_TASK) is a kanban worker (TS-7)
+    one_shot = Surface.KANBAN if os.environ.get("HERMES_KANBAN_TASK") else Surface.ONESHOT
     request = SessionRequest(
-        surface=Surface.ONESHOT if prompt is not None else Surface.CLI,
+        surface=one_shot if prompt is not None else Surface.CLI,
         resume=getattr(args, "resume", None),
         continue_last=bool(getattr(args, "continue_last", False)),
         title=getattr(args, "title", None),

@@ -271,13 +271,18 @@ class Board(SQLiteStore):
     # ---- moving --------------------------------------------------------------------------------
 
     def move(self, task_id: str, target: str, *, actor: str, author: str, reason: str | None = None,
-             block_kind: str | None = None) -> Task:
-        """Move a task to ``target`` as ``actor`` (any row of the state machine, e.g. the person's CLI)."""
+             block_kind: str | None = None, expected: str | None = None) -> Task:
+        """Move a task to ``target`` as ``actor`` (any row of the state machine, e.g. the person's CLI).
+
+        With ``expected``, a task in another status is refused (``kanban_unblock`` only unblocks).
+        """
         if target == "blocked":
             return self.block(task_id, reason or "blocked by hand", kind=block_kind or "needs_input", actor=actor,
                               author=author)
         with self._writing("move a task") as conn:
             task = self._task(conn, task_id)
+            if expected is not None and task.status != expected:
+                raise KanbanError(f"task {task_id} is {task.status}, not {expected}")
             if task.status == "blocked" and target == "ready" and self._open_parents(conn, task_id):
                 target = "todo"
             outcome = {"archived": "archived", "ready": "reclaimed"}.get(target)
