@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hermes.store.kanban.board import Board
+    from hermes.store.kanban.config import KanbanConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +63,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         sp.add_argument("task")
         sp.add_argument("--json", action="store_true", help="print JSON")
     sub.add_parser("archive", help="archive a task").add_argument("task")
+    sp = sub.add_parser("dispatch", help="run ready tasks: one worker agent per task (once, or --watch)")
+    sp.add_argument("--watch", action="store_true", help="keep dispatching until Ctrl-C or SIGTERM")
+    sp.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
+                    help="--watch: seconds between passes (default 2)")
+    sp.add_argument("--max-parallel", type=int, metavar="N", help="workers at once (default kanban.max_parallel)")
+    sp.add_argument("--json", action="store_true", help="print what the pass did as JSON")
 
 
 def _print_json(data: Any) -> None:
@@ -156,6 +163,40 @@ def _logs(board: Board, args: argparse.Namespace) -> int:
     return 0
 
 
+def _dispatch(board: Board, args: argparse.Namespace, cfg: KanbanConfig) -> int:
+    import dataclasses
+    import signal
+    import time
+
+    from hermes.agent.kanban import Dispatcher
+
+    if args.max_parallel is not None:
+        if args.max_parallel < 1:
+            raise SystemExit("hermes: error: --max-parallel must be at least 1")
+        cfg = dataclasses.replace(cfg, max_parallel=args.max_parallel)
+    dispatcher = Dispatcher(board, cfg)
+    if not args.watch:
+        report = dispatcher.drain()
+        if args.json:
+            _print_json(dataclasses.asdict(report))
+        else:
+            print(f"started {len(report.started)}, finished {len(report.finished)}, failed {len(report.failed)},"
+                  f" reclaimed {len(report.reclaimed)}")
+        return 0
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        while True:
+            dispatcher.tick()
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        dispatcher.stop_all()
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -171,6 +212,8 @@ def run(args: argparse.Namespace) -> int:
         Board.open_default(attachment_max_bytes=cfg.attachment_max_bytes)
     action = args.kanban_command
     with board:
+        if action == "dispatch":
+            return _dispatch(board, args, cfg)
         readers = {"board": _board, "show": _show, "runs": _runs, "logs": _logs}
         if action in readers:
             return readers[action](board, args)

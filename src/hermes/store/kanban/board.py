@@ -332,11 +332,12 @@ class Board(SQLiteStore):
     # ---- dispatching ---------------------------------------------------------------------------
 
     def claim(self, claimer: str, *, assignees: Iterable[str] | None = None,
-              task_id: str | None = None) -> tuple[Task, Run] | None:
+              task_id: str | None = None, exclude: Iterable[str] = ()) -> tuple[Task, Run] | None:
         """Claim the best ready task (or ``task_id``) for ``claimer``: it becomes running with a new run.
 
         Highest priority first, then oldest; only assigned tasks (in ``assignees`` when given). None when
-        nothing is ready. Atomic across processes: the status check and the update are one transaction.
+        nothing is ready; tasks in ``exclude`` are skipped. Atomic across processes: the status check and
+        the update are one transaction.
         """
         names = list(assignees) if assignees is not None else None
         with self._writing("claim a task") as conn:
@@ -345,6 +346,10 @@ class Board(SQLiteStore):
             if task_id is not None:
                 sql += " AND id = ?"
                 params.append(task_id)
+            skipped = list(exclude)
+            if skipped:
+                sql += f" AND id NOT IN ({','.join('?' * len(skipped))})"
+                params.extend(skipped)
             if names is not None:
                 sql += f" AND assignee IN ({','.join('?' * len(names))})"
                 params.extend(names)
