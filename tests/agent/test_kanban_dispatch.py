@@ -116,3 +116,73 @@ def test_a_dead_dispatchers_stale_task_is_reclaimed_and_runs_again(hermes_home: 
         runs = board.runs(task.id)
         assert board.get(task.id).status == "done"
     assert [(r.outcome, r.claimed_by == "gone:1") for r in runs] == [("stale", True), ("completed", False)]
+
+
+class Gate:
+    """A model that holds the worker's first request until :meth:`open` (a worker stuck mid-task)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.opened = threading.Event()
+        self.waiting = threading.Event()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if not self.opened.is_set():
+            self.waiting.set()
+            self.opened.wait(timeout=120)
+        return completing_worker(body)
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+def wait_for_pid(task_id: str, gate: Gate) -> int:
+    assert gate.waiting.wait(timeout=120), "the worker never asked the model"
+    with Board.open_default() as board:
+        [run] = [r for r in board.runs(task_id) if r.ended_at is None]
+        assert run.pid is not None
+        return run.pid
+
+
+def test_a_killed_worker_fails_its_run_and_the_task_runs_again_once(hermes_home: Path, model_server: Any) -> None:
+    import signal
+
+    gate = Gate()
+    server = model_server(gate)
+    setup_home(hermes_home, server.url)
+    with Board.open_default() as board:
+        task, _ = board.create("fragile", created_by="me", assignee="dev")
+    first = dispatch(hermes_home, wait=False)
+    os.kill(wait_for_pid(task.id, gate), signal.SIGKILL)
+    out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert json.loads(out)["failed"] == [task.id]
+    gate.open()
+    second = dispatch(hermes_home)
+    assert second["finished"] == [task.id], (second, (hermes_home / "kanban" / "logs" / f"{task.id}.log").read_text())
+    with Board.open_default() as board:
+        runs = board.runs(task.id)
+        assert board.get(task.id).status == "done"
+    assert [r.outcome for r in runs] == ["failed", "completed"]
+    assert "exited (-9)" in (runs[0].error or "")
+
+
+def test_archiving_a_running_task_stops_its_worker(hermes_home: Path, model_server: Any) -> None:
+    gate = Gate()
+    server = model_server(gate)
+    setup_home(hermes_home, server.url)
+    with Board.open_default() as board:
+        task, _ = board.create("cancelled", created_by="me", assignee="dev")
+    proc = dispatch(hermes_home, wait=False)
+    pid = wait_for_pid(task.id, gate)
+    with Board.open_default() as board:
+        board.move(task.id, "archived", actor="person", author="me")
+    out, err = proc.communicate(timeout=120)
+    gate.open()
+    assert proc.returncode == 0, err
+    assert json.loads(out)["reclaimed"] == [task.id]
+    with Board.open_default() as board:
+        [run] = board.runs(task.id)
+        assert (board.get(task.id).status, run.outcome) == ("archived", "archived")
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()

@@ -5,8 +5,10 @@ Each pass (:meth:`Dispatcher.tick`):
 1. **reclaim** — a running task whose worker has not sent a heartbeat for ``heartbeat_timeout_s`` is
    taken back (its run ends as ``stale``; a local worker of it is killed); a worker of ours that ran
    longer than ``max_runtime_s`` is killed and its run fails;
-2. **reap** — a worker of ours that exited while its task is still running (it never called
-   ``kanban_complete``, ``kanban_request_review`` or ``kanban_block``) fails its run;
+2. **reconcile and reap** — a live worker of ours whose task was archived, reclaimed or reassigned is
+   stopped (a reassigned task goes back to ready); a worker of ours that exited while its task is still
+   running (it never called ``kanban_complete``, ``kanban_request_review`` or ``kanban_block``) fails
+   its run;
 3. **dispatch** — while fewer than ``max_parallel`` workers run, claim the best ready task (highest
    priority, then oldest; the claim is atomic on the board, so several dispatchers never run one task),
    prepare its workspace and start ``python -m hermes chat -q <prompt>`` there with
@@ -35,6 +37,8 @@ from hermes.store.kanban.models import Run, Task
 from hermes.store.kanban.workspace import workspace_for
 
 logger = logging.getLogger("hermes.kanban")
+#: how a run ends when its worker ended it (complete, request review, block)
+WORKER_OUTCOMES = frozenset({"completed", "review", "blocked"})
 
 
 def worker_prompt(task: Task) -> str:
@@ -157,9 +161,32 @@ class Dispatcher:
                 self._kill(worker)
                 logger.info("task %s: run %d passed max_runtime_s, stopped", worker.task.id, worker.run.id)
 
+    def _reconcile(self, worker: _Worker) -> bool:
+        """Stop a live worker whose task moved on without it: archived or reclaimed (its run is no longer the
+        task's), or reassigned (the task goes back to ready for its new assignee). True when stopped."""
+        task = self.board.get(worker.task.id)
+        if task.status == "running" and task.current_run_id == worker.run.id:
+            if task.assignee == worker.task.assignee:
+                return False
+            self._kill(worker)
+            self.board.release(task.id, worker.run.id, reason=f"reassigned to {task.assignee}", claimer=self.name)
+            logger.info("task %s: reassigned from %s to %s while running, worker stopped", task.id,
+                        worker.task.assignee, task.assignee)
+            return True
+        if self.board.run(worker.run.id).outcome in WORKER_OUTCOMES:
+            return False  # the worker finished its task itself and is ending its turn
+        self._kill(worker)
+        logger.info("task %s: is %s now, run %d's worker stopped", task.id, task.status, worker.run.id)
+        return True
+
     def _reap(self, report: TickReport) -> None:
         for task_id, worker in list(self.workers.items()):
             code = worker.process.poll()
+            if code is None and self._reconcile(worker):
+                del self.workers[task_id]
+                worker.log.close()
+                report.reclaimed.append(task_id)
+                continue
             if code is None:
                 continue
             del self.workers[task_id]

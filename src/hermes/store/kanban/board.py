@@ -134,6 +134,14 @@ class Board(SQLiteStore):
             rows = conn.execute("SELECT * FROM task_runs WHERE task_id = ? ORDER BY id", (task_id,))
             return [run_of(r) for r in rows]
 
+    def run(self, run_id: int) -> Run:
+        """The run ``run_id``; :class:`KanbanError` when there is none."""
+        with self._reading("read a run") as conn:
+            row = conn.execute("SELECT * FROM task_runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise KanbanError(f"unknown run id {run_id}")
+            return run_of(row)
+
     def comments(self, task_id: str) -> list[Comment]:
         with self._reading("read comments") as conn:
             self._task(conn, task_id)
@@ -406,6 +414,17 @@ class Board(SQLiteStore):
                                         block_kind="failed", block_reason=f"gave up after {failures} failed runs:"
                                         f" {error}", **common)
             return self._set_status(conn, task, "ready", "dispatcher", claimer, run_id=run_id, **common)
+
+    def release(self, task_id: str, run_id: int, *, reason: str, claimer: str) -> Task | None:
+        """Give a running task back to ready without counting a failure (its run ends ``reclaimed``), e.g.
+        because it was reassigned while it ran. None when ``run_id`` is no longer its current run."""
+        with self._writing("release a task") as conn:
+            task = self._task(conn, task_id)
+            if task.status != "running" or task.current_run_id != run_id:
+                return None
+            self._end_run(conn, task, "reclaimed", error=reason)
+            return self._set_status(conn, task, "ready", "dispatcher", claimer, run_id=run_id, current_run_id=None,
+                                    claimed_by=None)
 
     def stale_runs(self, timeout_s: float, *, now: float | None = None) -> list[Task]:
         """Running tasks whose last heartbeat is older than ``timeout_s``."""
