@@ -99,7 +99,22 @@ def test_a_worker_that_never_completes_fails_then_blocks(hermes_home: Path, mode
         runs = board.runs(task.id)
     assert (after.status, after.block_kind) == ("blocked", "failed")
     assert [r.outcome for r in runs] == ["failed", "failed"]
-    assert "without kanban_complete" in (runs[0].error or "")
+    assert "exited (3) without kanban_complete" in (runs[0].error or "")
+    assert len(server.requests) == 6  # each run: the task, then two nudges (kanban.nudges), then it gave up
+    assert "is still open" in server.requests[1]["messages"][-1]["content"]
+
+
+def test_a_worker_that_stops_early_is_nudged_and_then_completes(hermes_home: Path, model_server: Any) -> None:
+    server = model_server([text("I had a look."), call("kanban_complete", {"summary": "after the nudge"}),
+                           text("finished")])
+    setup_home(hermes_home, server.url)
+    with Board.open_default() as board:
+        task, _ = board.create("needs a push", created_by="me", assignee="dev")
+    assert dispatch(hermes_home)["finished"] == [task.id]
+    with Board.open_default() as board:
+        [run] = board.runs(task.id)
+    assert (run.outcome, run.summary) == ("completed", "after the nudge")
+    assert server.requests[1]["messages"][-1]["content"].startswith(f"Your kanban task {task.id} is still open")
 
 
 def test_a_dead_dispatchers_stale_task_is_reclaimed_and_runs_again(hermes_home: Path, model_server: Any) -> None:

@@ -27,6 +27,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_model_flags(parser)
 
 
+def _kanban_worker(agent: Agent, prompt: str, settings: Settings) -> int:
+    """A dispatcher-started worker's turn, nudged while its task's run stays open (surfaces/kanban_worker.py)."""
+    from pathlib import Path
+
+    from hermes.store.kanban.board import Board
+    from hermes.store.kanban.config import KanbanConfig
+    from hermes.surfaces.kanban_worker import run_kanban_worker
+
+    cfg = KanbanConfig.from_config(settings.config.data)
+    db = os.environ.get("HERMES_KANBAN_DB")
+    run_id = os.environ.get("HERMES_KANBAN_RUN", "")
+    with Board(Path(db)) if db else Board.open_default() as board:
+        return run_kanban_worker(agent, prompt, board=board, task_id=os.environ["HERMES_KANBAN_TASK"],
+                                 run_id=int(run_id) if run_id.isdigit() else None, nudges=cfg.nudges)
+
+
 def run(args: argparse.Namespace) -> int:
     from hermes.agent.session import SessionRequest, open_agent
     from hermes.cli.common import export_dotenv, load_settings
@@ -54,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
         if demo:
             prompt = _demo(agent)
         try:
+            if request.surface is Surface.KANBAN:
+                return _kanban_worker(agent, prompt, settings)
             return run_oneshot(agent, prompt)
         finally:
             agent.close()
