@@ -89,7 +89,8 @@ class Dispatcher:
         self._reclaim(report)
         self._reap(report)
         while len(self.workers) < self.config.max_parallel:
-            claimed = self.board.claim(self.name, exclude=exclude or ())
+            claimed = self.board.claim(self.name, exclude=exclude or (), max_running=self.config.max_running,
+                                       max_per_assignee=self.config.max_per_assignee)
             if claimed is None:
                 break
             self._start(*claimed, report)

@@ -100,6 +100,19 @@ def test_claim_takes_highest_priority_then_oldest_and_records_runs(board: Board)
     assert "heartbeat" in [e.kind for e in board.events(high.id)]
 
 
+def test_claim_limits_count_every_dispatchers_running_tasks(board: Board) -> None:
+    for title, who in (("a1", "ana"), ("a2", "ana"), ("b1", "bo"), ("b2", "bo")):
+        board.create(title, created_by="me", assignee=who)
+    first = board.claim("d1", max_per_assignee=1)
+    assert first is not None and first[0].title == "a1"
+    second = board.claim("d2", max_per_assignee=1)  # another dispatcher: ana is at her limit
+    assert second is not None and second[0].title == "b1"
+    assert board.claim("d1", max_per_assignee=1) is None
+    assert board.claim("d1", max_running=2) is None
+    third = board.claim("d1", max_running=3)
+    assert third is not None and third[0].title == "a2"
+
+
 def test_stale_and_failed_runs_retry_then_block(board: Board) -> None:
     task, _ = board.create("flaky", created_by="me", assignee="dev")
     for attempt in (1, 2):

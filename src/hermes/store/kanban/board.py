@@ -340,17 +340,26 @@ class Board(SQLiteStore):
     # ---- dispatching ---------------------------------------------------------------------------
 
     def claim(self, claimer: str, *, assignees: Iterable[str] | None = None,
-              task_id: str | None = None, exclude: Iterable[str] = ()) -> tuple[Task, Run] | None:
+              task_id: str | None = None, exclude: Iterable[str] = (), max_running: int = 0,
+              max_per_assignee: int = 0) -> tuple[Task, Run] | None:
         """Claim the best ready task (or ``task_id``) for ``claimer``: it becomes running with a new run.
 
         Highest priority first, then oldest; only assigned tasks (in ``assignees`` when given). None when
         nothing is ready; tasks in ``exclude`` are skipped. Atomic across processes: the status check and
-        the update are one transaction.
+        the update are one transaction, and so are the limits, which count every dispatcher's tasks:
+        ``max_running`` tasks running on the whole board, ``max_per_assignee`` per profile (0: no limit).
         """
         names = list(assignees) if assignees is not None else None
         with self._writing("claim a task") as conn:
+            if max_running and conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0] \
+                    >= max_running:
+                return None
             sql = "SELECT * FROM tasks WHERE status = 'ready' AND assignee IS NOT NULL"
             params: list[Any] = []
+            if max_per_assignee:
+                sql += (" AND assignee NOT IN (SELECT assignee FROM tasks WHERE status = 'running'"
+                        " AND assignee IS NOT NULL GROUP BY assignee HAVING COUNT(*) >= ?)")
+                params.append(max_per_assignee)
             if task_id is not None:
                 sql += " AND id = ?"
                 params.append(task_id)

@@ -21,6 +21,10 @@ class KanbanConfig:
     max_parallel: int = 2
     #: seconds a worker may run before the dispatcher stops it
     max_runtime_s: float = 3600.0
+    #: tasks running on the whole board at once, all dispatchers together (0: no limit)
+    max_running: int = 0
+    #: tasks of one assignee running at once, all dispatchers together (0: no limit)
+    max_per_assignee: int = 0
     #: times a worker that ends its turn with its run still open is told to finish it
     nudges: int = 2
 
@@ -34,5 +38,7 @@ class KanbanConfig:
             max_failures=read.integer("max_failures", 3, minimum=1, maximum=100),
             max_parallel=read.integer("max_parallel", 2, minimum=1, maximum=256),
             max_runtime_s=read.number("max_runtime_seconds", 3600.0, minimum=1.0),
+            max_running=read.integer("max_running", 0, minimum=0),
+            max_per_assignee=read.integer("max_per_assignee", 0, minimum=0),
             nudges=read.integer("nudges", 2, minimum=0, maximum=10),
         )
