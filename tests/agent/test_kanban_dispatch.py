@@ -86,7 +86,7 @@ def test_two_dispatcher_processes_never_run_a_task_twice(hermes_home: Path, mode
 
 def test_a_worker_that_never_completes_fails_then_blocks(hermes_home: Path, model_server: Any) -> None:
     server = model_server(lambda body: text("I looked at it."))
-    setup_home(hermes_home, server.url, max_failures=2)
+    setup_home(hermes_home, server.url, max_failures=2, retry_backoff_seconds=0)
     with Board.open_default() as board:
         task, _ = board.create("lazy", created_by="me", assignee="dev")
     first = dispatch(hermes_home)
@@ -119,7 +119,7 @@ def test_a_worker_that_stops_early_is_nudged_and_then_completes(hermes_home: Pat
 
 def test_a_dead_dispatchers_stale_task_is_reclaimed_and_runs_again(hermes_home: Path, model_server: Any) -> None:
     server = model_server(completing_worker)
-    setup_home(hermes_home, server.url, heartbeat_timeout_seconds=60)
+    setup_home(hermes_home, server.url, heartbeat_timeout_seconds=60, retry_backoff_seconds=0)
     with Board.open_default() as board:
         task, _ = board.create("orphan", created_by="me", assignee="dev")
         claimed = board.claim("gone:1")  # a dispatcher that then died with its worker
@@ -165,7 +165,7 @@ def test_a_killed_worker_fails_its_run_and_the_task_runs_again_once(hermes_home:
 
     gate = Gate()
     server = model_server(gate)
-    setup_home(hermes_home, server.url)
+    setup_home(hermes_home, server.url, retry_backoff_seconds=0)
     with Board.open_default() as board:
         task, _ = board.create("fragile", created_by="me", assignee="dev")
     first = dispatch(hermes_home, wait=False)

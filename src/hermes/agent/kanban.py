@@ -203,7 +203,8 @@ class Dispatcher:
     def _fail(self, task_id: str, run_id: int, outcome: str, error: str, report: TickReport,
               into: list[str] | None = None) -> None:
         after = self.board.fail_run(task_id, run_id, outcome=outcome, error=error, claimer=self.name,
-                                    max_failures=self.config.max_failures)
+                                    max_failures=self.config.max_failures, backoff_s=self.config.retry_backoff_s,
+                                    max_backoff_s=self.config.max_backoff_s)
         if after is not None:
             (report.failed if into is None else into).append(task_id)
             logger.info("task %s: run %d %s (%s); task is now %s", task_id, run_id, outcome, error, after.status)

@@ -130,6 +130,24 @@ def test_stale_and_failed_runs_retry_then_block(board: Board) -> None:
     assert board.fail_run(task.id, 1, outcome="failed", error="late", claimer="d1", max_failures=2) is None
 
 
+def test_failed_runs_back_off_exponentially(board: Board) -> None:
+    task, _ = board.create("flaky", created_by="me", assignee="dev")
+    waits = []
+    now = 1_000.0
+    for _ in range(3):
+        claimed = board.claim("d1", now=now)
+        assert claimed is not None
+        after = board.fail_run(task.id, claimed[1].id, outcome="failed", error="boom", claimer="d1",
+                               max_failures=5, backoff_s=10, max_backoff_s=30, now=now)
+        assert after is not None and after.retry_at is not None
+        waits.append(after.retry_at - now)
+        assert board.claim("d1", now=after.retry_at - 0.5) is None
+        now = after.retry_at
+    assert waits == [10, 20, 30]  # doubling, capped at max_backoff_s
+    board.block(task.id, "look at it", kind="needs_input", actor="person", author="me")
+    assert board.move(task.id, "ready", actor="person", author="me").retry_at is None  # a person says now
+
+
 def test_attachments_are_stored_and_capped(board: Board) -> None:
     task, _ = board.create("t", created_by="me")
     att = board.attach(task.id, "../notes.txt", b"hello", uploaded_by="dev", actor="worker", content_type="text/plain")

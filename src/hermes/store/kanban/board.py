@@ -296,7 +296,7 @@ class Board(SQLiteStore):
             outcome = {"archived": "archived", "ready": "reclaimed"}.get(target)
             run_id = self._end_run(conn, task, outcome, summary=reason) if task.status == "running" and outcome \
                 else None
-            fields: dict[str, Any] = {}
+            fields: dict[str, Any] = {"retry_at": None} if target == "ready" else {}  # a person's "now"
             if task.status == "running":
                 fields.update(current_run_id=None, claimed_by=None)
             return self._set_status(conn, task, target, actor, author, run_id=run_id, **fields)
@@ -325,7 +325,7 @@ class Board(SQLiteStore):
             run_id = self._end_run(conn, task, "completed" if target == "done" else "review", summary=summary,
                                    cost_usd=cost_usd)
             return self._set_status(conn, task, target, actor, author, run_id=run_id, result=result or summary,
-                                    current_run_id=None, claimed_by=None, failures=0)
+                                    current_run_id=None, claimed_by=None, failures=0, retry_at=None)
 
     def assign(self, task_id: str, assignee: str | None, *, actor: str, author: str) -> Task:
         """Give a task to a profile (or to nobody); a running task keeps its run until reconciled."""
@@ -341,21 +341,23 @@ class Board(SQLiteStore):
 
     def claim(self, claimer: str, *, assignees: Iterable[str] | None = None,
               task_id: str | None = None, exclude: Iterable[str] = (), max_running: int = 0,
-              max_per_assignee: int = 0) -> tuple[Task, Run] | None:
+              max_per_assignee: int = 0, now: float | None = None) -> tuple[Task, Run] | None:
         """Claim the best ready task (or ``task_id``) for ``claimer``: it becomes running with a new run.
 
         Highest priority first, then oldest; only assigned tasks (in ``assignees`` when given). None when
         nothing is ready; tasks in ``exclude`` are skipped. Atomic across processes: the status check and
         the update are one transaction, and so are the limits, which count every dispatcher's tasks:
         ``max_running`` tasks running on the whole board, ``max_per_assignee`` per profile (0: no limit).
+        A task retried after a failure waits until its ``retry_at``.
         """
         names = list(assignees) if assignees is not None else None
         with self._writing("claim a task") as conn:
             if max_running and conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0] \
                     >= max_running:
                 return None
-            sql = "SELECT * FROM tasks WHERE status = 'ready' AND assignee IS NOT NULL"
-            params: list[Any] = []
+            sql = ("SELECT * FROM tasks WHERE status = 'ready' AND assignee IS NOT NULL"
+                   " AND (retry_at IS NULL OR retry_at <= ?)")
+            params: list[Any] = [_now() if now is None else now]
             if max_per_assignee:
                 sql += (" AND assignee NOT IN (SELECT assignee FROM tasks WHERE status = 'running'"
                         " AND assignee IS NOT NULL GROUP BY assignee HAVING COUNT(*) >= ?)")
@@ -405,9 +407,13 @@ class Board(SQLiteStore):
             return self._task(conn, task_id)
 
     def fail_run(self, task_id: str, run_id: int, *, outcome: str, error: str, claimer: str,
-                 max_failures: int, cost_usd: float | None = None) -> Task | None:
+                 max_failures: int, cost_usd: float | None = None, backoff_s: float = 0.0,
+                 max_backoff_s: float = 3600.0, now: float | None = None) -> Task | None:
         """End run ``run_id`` of a still-running task as failed or stale: back to ready, or blocked (kind
         ``failed``) once the task has failed ``max_failures`` times. None when the run is no longer current.
+
+        Back in ready, the task is not claimed again for ``backoff_s × 2^(failures - 1)`` seconds (at most
+        ``max_backoff_s``).
         """
         if outcome not in ("failed", "stale"):
             raise KanbanError(f"a run fails as failed or stale, not {outcome}")
@@ -422,7 +428,9 @@ class Board(SQLiteStore):
                 return self._set_status(conn, task, "blocked", "dispatcher", claimer, run_id=run_id,
                                         block_kind="failed", block_reason=f"gave up after {failures} failed runs:"
                                         f" {error}", **common)
-            return self._set_status(conn, task, "ready", "dispatcher", claimer, run_id=run_id, **common)
+            delay = min(backoff_s * 2 ** (failures - 1), max_backoff_s) if backoff_s > 0 else 0.0
+            return self._set_status(conn, task, "ready", "dispatcher", claimer, run_id=run_id,
+                                    retry_at=(_now() if now is None else now) + delay if delay else None, **common)
 
     def release(self, task_id: str, run_id: int, *, reason: str, claimer: str) -> Task | None:
         """Give a running task back to ready without counting a failure (its run ends ``reclaimed``), e.g.

@@ -25,6 +25,9 @@ class KanbanConfig:
     max_running: int = 0
     #: tasks of one assignee running at once, all dispatchers together (0: no limit)
     max_per_assignee: int = 0
+    #: first wait before a failed task is claimed again; doubles with each failure, up to max_backoff_s
+    retry_backoff_s: float = 30.0
+    max_backoff_s: float = 3600.0
     #: times a worker that ends its turn with its run still open is told to finish it
     nudges: int = 2
 
@@ -40,5 +43,7 @@ class KanbanConfig:
             max_runtime_s=read.number("max_runtime_seconds", 3600.0, minimum=1.0),
             max_running=read.integer("max_running", 0, minimum=0),
             max_per_assignee=read.integer("max_per_assignee", 0, minimum=0),
+            retry_backoff_s=read.number("retry_backoff_seconds", 30.0, minimum=0.0),
+            max_backoff_s=read.number("max_backoff_seconds", 3600.0, minimum=0.0),
             nudges=read.integer("nudges", 2, minimum=0, maximum=10),
         )

@@ -33,6 +33,8 @@ class Task:
     claimed_by: str | None
     last_heartbeat_at: float | None
     failures: int
+    #: after a failed run: not claimed before this time (exponential backoff)
+    retry_at: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -35,7 +35,8 @@ def k001_board(conn: sqlite3.Connection) -> None:
             current_run_id   INTEGER,
             claimed_by       TEXT,
             last_heartbeat_at REAL,
-            failures         INTEGER NOT NULL DEFAULT 0
+            failures         INTEGER NOT NULL DEFAULT 0,
+            retry_at         REAL
         )
         """,
         "CREATE INDEX tasks_ready ON tasks(status, priority DESC, created_at)",
