@@ -107,12 +107,17 @@ def test_a_worker_that_never_completes_fails_then_blocks(hermes_home: Path, mode
 def test_a_worker_that_stops_early_is_nudged_and_then_completes(hermes_home: Path, model_server: Any) -> None:
     server = model_server([text("I had a look."), call("kanban_complete", {"summary": "after the nudge"}),
                            text("finished")])
-    setup_home(hermes_home, server.url)
+    setup_home(hermes_home, server.url, heartbeat_every_seconds=0)
     with Board.open_default() as board:
         task, _ = board.create("needs a push", created_by="me", assignee="dev")
     assert dispatch(hermes_home)["finished"] == [task.id]
     with Board.open_default() as board:
         [run] = board.runs(task.id)
+        events = board.events(task.id)
+    # the worker's own activity kept its heartbeat fresh, without calling kanban_heartbeat
+    beats = [e for e in events if e.kind == "heartbeat"]
+    assert beats and all(e.author == "dev" and e.run_id == run.id for e in beats)
+    assert run.heartbeat_at is not None and run.heartbeat_at > run.started_at
     assert (run.outcome, run.summary) == ("completed", "after the nudge")
     assert server.requests[1]["messages"][-1]["content"].startswith(f"Your kanban task {task.id} is still open")
 

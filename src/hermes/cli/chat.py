@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 from hermes.cli.common import add_model_flags
 
 if TYPE_CHECKING:
+    from hermes.agent.events import EventSink
     from hermes.agent.loop import Agent
+    from hermes.agent.session import SessionRequest
     from hermes.config.settings import Settings
 
 
@@ -27,20 +29,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_model_flags(parser)
 
 
-def _kanban_worker(agent: Agent, prompt: str, settings: Settings) -> int:
-    """A dispatcher-started worker's turn, nudged while its task's run stays open (surfaces/kanban_worker.py)."""
+def _kanban_worker(settings: Settings, request: SessionRequest, sink: EventSink, prompt: str) -> int:
+    """A dispatcher-started worker: its turn, nudges while its run stays open, heartbeats from its activity
+    (surfaces/kanban_worker.py)."""
     from pathlib import Path
 
+    from hermes.agent.session import open_agent
     from hermes.store.kanban.board import Board
     from hermes.store.kanban.config import KanbanConfig
-    from hermes.surfaces.kanban_worker import run_kanban_worker
+    from hermes.surfaces.kanban_worker import HeartbeatSink, run_kanban_worker
 
     cfg = KanbanConfig.from_config(settings.config.data)
     db = os.environ.get("HERMES_KANBAN_DB")
     run_id = os.environ.get("HERMES_KANBAN_RUN", "")
+    task_id = os.environ["HERMES_KANBAN_TASK"]
     with Board(Path(db)) if db else Board.open_default() as board:
-        return run_kanban_worker(agent, prompt, board=board, task_id=os.environ["HERMES_KANBAN_TASK"],
-                                 run_id=int(run_id) if run_id.isdigit() else None, nudges=cfg.nudges)
+        beating = HeartbeatSink(sink, board, task_id, author=os.environ.get("HERMES_PROFILE") or "worker",
+                                every_s=cfg.heartbeat_every_s)
+        agent = open_agent(settings, request, beating)
+        try:
+            return run_kanban_worker(agent, prompt, board=board, task_id=task_id,
+                                     run_id=int(run_id) if run_id.isdigit() else None, nudges=cfg.nudges)
+        finally:
+            agent.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -66,12 +77,13 @@ def run(args: argparse.Namespace) -> int:
 
         if not prompt.strip():
             raise SystemExit("hermes: error: the prompt is empty")
-        agent = open_agent(settings, request, oneshot_sink(quiet=bool(getattr(args, "quiet", False))))
+        sink = oneshot_sink(quiet=bool(getattr(args, "quiet", False)))
+        if request.surface is Surface.KANBAN:
+            return _kanban_worker(settings, request, sink, prompt)
+        agent = open_agent(settings, request, sink)
         if demo:
             prompt = _demo(agent)
         try:
-            if request.surface is Surface.KANBAN:
-                return _kanban_worker(agent, prompt, settings)
             return run_oneshot(agent, prompt)
         finally:
             agent.close()

@@ -15,6 +15,8 @@ class KanbanConfig:
     attachment_max_bytes: int = ATTACHMENT_MAX_BYTES
     #: a running task whose worker has not sent a heartbeat for this long is reclaimed
     heartbeat_timeout_s: float = 900.0
+    #: a worker's own activity records a heartbeat at most this often
+    heartbeat_every_s: float = 60.0
     #: failed or stale runs after which a task is blocked (kind ``failed``)
     max_failures: int = 3
     #: tasks one dispatcher runs at once
@@ -38,6 +40,7 @@ class KanbanConfig:
         return cls(
             attachment_max_bytes=read.integer("attachment_max_bytes", ATTACHMENT_MAX_BYTES, minimum=1),
             heartbeat_timeout_s=read.number("heartbeat_timeout_seconds", 900.0, minimum=1.0),
+            heartbeat_every_s=read.number("heartbeat_every_seconds", 60.0, minimum=0.0),
             max_failures=read.integer("max_failures", 3, minimum=1, maximum=100),
             max_parallel=read.integer("max_parallel", 2, minimum=1, maximum=256),
             max_runtime_s=read.number("max_runtime_seconds", 3600.0, minimum=1.0),
