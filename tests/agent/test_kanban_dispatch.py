@@ -206,3 +206,25 @@ def test_archiving_a_running_task_stops_its_worker(hermes_home: Path, model_serv
         [run] = board.runs(task.id)
         assert (board.get(task.id).status, run.outcome) == ("archived", "archived")
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+def test_reassigning_a_running_task_stops_its_worker_and_frees_the_task(hermes_home: Path,
+                                                                        model_server: Any) -> None:
+    gate = Gate()
+    server = model_server(gate)
+    setup_home(hermes_home, server.url)
+    with Board.open_default() as board:
+        task, _ = board.create("moved", created_by="me", assignee="dev")
+    proc = dispatch(hermes_home, wait=False)
+    wait_for_pid(task.id, gate)
+    with Board.open_default() as board:
+        board.assign(task.id, "ops", actor="person", author="me")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["reclaimed"] == [task.id]
+    with Board.open_default() as board:
+        [run] = board.runs(task.id)
+        after = board.get(task.id)
+    assert (after.status, after.assignee, after.failures) == ("ready", "ops", 0)
+    assert (run.outcome, run.error) == ("reclaimed", "reassigned to ops")
+    gate.open()
