@@ -228,3 +228,33 @@ def test_reassigning_a_running_task_stops_its_worker_and_frees_the_task(hermes_h
     assert (after.status, after.assignee, after.failures) == ("ready", "ops", 0)
     assert (run.outcome, run.error) == ("reclaimed", "reassigned to ops")
     gate.open()
+
+
+def _wait_done(task_id: str, seconds: float = 90) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with Board.open_default() as board:
+            if board.get(task_id).status == "done":
+                return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_watching_dispatcher_wakes_when_a_task_becomes_ready(hermes_home: Path, model_server: Any) -> None:
+    import signal
+
+    server = model_server(completing_worker)
+    setup_home(hermes_home, server.url)
+    with Board.open_default() as board:
+        first, _ = board.create("first", created_by="me", assignee="dev")
+    watcher = dispatch(hermes_home, "--watch", "--interval", "600", wait=False)
+    try:
+        assert _wait_done(first.id)
+        # the dispatcher is now idle for up to 600 s; only the board's wake-up can start the next task soon
+        with Board.open_default() as board:
+            second, _ = board.create("second", created_by="me", assignee="dev")
+        assert _wait_done(second.id)
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.communicate(timeout=60)
+    assert watcher.returncode == 0

@@ -17,6 +17,9 @@ Each pass (:meth:`Dispatcher.tick`):
 A failed or stale run sends the task back to ready; after ``max_failures`` of them it is blocked (kind
 ``failed``). Everything the dispatcher decides is logged (logger ``hermes.kanban``) and, for the task,
 in its event history. All state is on the board, so a restarted dispatcher simply carries on.
+
+:meth:`Dispatcher.watch` does not wait for a fixed poll: every write that makes a task ready touches the
+board's wake file (``kanban.db.wake``), and a watching dispatcher starts its next pass when it changes.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -110,6 +113,19 @@ class Dispatcher:
             if not self.workers:
                 return report
             time.sleep(poll_s)
+
+    def watch(self, interval_s: float, *, should_stop: Callable[[], bool] = lambda: False,
+              step_s: float = 0.05) -> None:
+        """Pass after pass until ``should_stop``: the next pass starts as soon as a task becomes ready (the
+        board's wake file changes) or one of the workers exits, and at the latest after ``interval_s``."""
+        while not should_stop():
+            mark = self.board.wake_mark()
+            self.tick()
+            deadline = time.monotonic() + interval_s
+            while time.monotonic() < deadline and not should_stop():
+                if self.board.wake_mark() != mark or any(w.process.poll() is not None for w in self.workers.values()):
+                    break
+                time.sleep(step_s)
 
     def stop_all(self) -> None:
         """Kill every worker still running (the dispatcher is stopping); their tasks are reclaimed later."""

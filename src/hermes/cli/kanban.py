@@ -65,8 +65,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("archive", help="archive a task").add_argument("task")
     sp = sub.add_parser("dispatch", help="run ready tasks: one worker agent per task (once, or --watch)")
     sp.add_argument("--watch", action="store_true", help="keep dispatching until Ctrl-C or SIGTERM")
-    sp.add_argument("--interval", type=float, default=2.0, metavar="SECONDS",
-                    help="--watch: seconds between passes (default 2)")
+    sp.add_argument("--interval", type=float, default=30.0, metavar="SECONDS",
+                    help="--watch: most seconds between passes (default 30; a task becoming ready wakes it)")
     sp.add_argument("--max-parallel", type=int, metavar="N", help="workers at once (default kanban.max_parallel)")
     sp.add_argument("--json", action="store_true", help="print what the pass did as JSON")
 
@@ -166,7 +166,6 @@ def _logs(board: Board, args: argparse.Namespace) -> int:
 def _dispatch(board: Board, args: argparse.Namespace, cfg: KanbanConfig) -> int:
     import dataclasses
     import signal
-    import time
 
     from hermes.agent.kanban import Dispatcher
 
@@ -189,9 +188,7 @@ def _dispatch(board: Board, args: argparse.Namespace, cfg: KanbanConfig) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        while True:
-            dispatcher.tick()
-            time.sleep(args.interval)
+        dispatcher.watch(args.interval)
     except KeyboardInterrupt:
         dispatcher.stop_all()
     return 0

@@ -71,6 +71,26 @@ class Board(SQLiteStore):
         self._conn = open_sqlite(path, KANBAN_MIGRATIONS, busy_timeout_ms=BUSY_TIMEOUT_MS * 6, name="kanban board")
         self._lock = threading.RLock()
 
+    @property
+    def wake_path(self) -> Path:
+        """A file whose modification time changes whenever a task becomes ready (dispatchers watch it)."""
+        return self.path.with_name(self.path.name + ".wake")
+
+    def wake(self) -> None:
+        """Tell waiting dispatchers that a task became ready (called inside the write that made it so; a
+        dispatcher that wakes at once waits for that transaction's lock before claiming)."""
+        try:
+            self.wake_path.touch()
+        except OSError:  # dispatchers still poll every --interval seconds
+            return
+
+    def wake_mark(self) -> int:
+        """The wake file's modification time in nanoseconds (0 before the first wake)."""
+        try:
+            return self.wake_path.stat().st_mtime_ns
+        except OSError:
+            return 0
+
     @classmethod
     def open_default(cls, *, attachment_max_bytes: int = ATTACHMENT_MAX_BYTES) -> Board:
         """The board of the current HERMES_HOME: ``kanban.db`` and the ``kanban/`` folder beside it."""
@@ -185,6 +205,8 @@ class Board(SQLiteStore):
                            (target, _now(), *fields.values(), task.id, task.status))
         if cur.rowcount != 1:  # pragma: no cover - the write transaction holds the lock
             raise KanbanError(f"task {task.id} changed while it was being moved")
+        if target == "ready":
+            self.wake()
         extra = {k: v for k, v in fields.items() if k in ("block_kind", "block_reason") and v is not None}
         self._event(conn, task.id, row.action, actor, author, source=task.status, target=target,
                     run_id=run_id, **extra)
