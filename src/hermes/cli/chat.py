@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 from hermes.cli.common import add_model_flags
 
 if TYPE_CHECKING:
+    from hermes.agent.events import EventSink
     from hermes.agent.loop import Agent
+    from hermes.agent.session import SessionRequest
     from hermes.config.settings import ModelSettings, Settings
 
 
@@ -29,6 +31,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_model_flags(parser)
 
 
+def _kanban_worker(settings: Settings, request: SessionRequest, sink: EventSink, prompt: str) -> int:
+    """A dispatcher-started worker: its turn, nudges while its run stays open, heartbeats from its activity
+    (surfaces/kanban_worker.py)."""
+    from hermes.agent.session import open_agent
+    from hermes.store.kanban.board import Board
+    from hermes.store.kanban.config import KanbanConfig
+    from hermes.surfaces.kanban_worker import HeartbeatSink, run_kanban_worker
+
+    cfg = KanbanConfig.from_config(settings.config.data)
+    db = os.environ.get("HERMES_KANBAN_DB")
+    run_id = os.environ.get("HERMES_KANBAN_RUN", "")
+    task_id = os.environ["HERMES_KANBAN_TASK"]
+    with Board(Path(db)) if db else Board.open_default() as board:
+        beating = HeartbeatSink(sink, board, task_id, author=os.environ.get("HERMES_PROFILE") or "worker",
+                                every_s=cfg.heartbeat_every_s)
+        agent = open_agent(settings, request, beating)
+        try:
+            return run_kanban_worker(agent, prompt, board=board, task_id=task_id,
+                                     run_id=int(run_id) if run_id.isdigit() else None, nudges=cfg.nudges)
+        finally:
+            agent.close()
+
+
 def run(args: argparse.Namespace) -> int:
     from hermes.agent.session import SessionRequest, check_request, open_agent
     from hermes.cli.common import export_dotenv, load_settings
@@ -36,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_settings(args)
     prompt = check_arguments(args)
+    # an agent the kanban dispatcher started for a task (HERMES_KANBAN_TASK) is a kanban worker (TS-7)
+    one_shot = Surface.KANBAN if os.environ.get("HERMES_KANBAN_TASK") else Surface.ONESHOT
     request = SessionRequest(
-        surface=Surface.ONESHOT if prompt is not None else Surface.CLI,
+        surface=one_shot if prompt is not None else Surface.CLI,
         resume=getattr(args, "resume", None),
         continue_last=bool(getattr(args, "continue_last", False)),
         title=getattr(args, "title", None),
@@ -49,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
     if prompt is not None:
         from hermes.surfaces.oneshot import oneshot_sink, run_oneshot
 
-        agent = open_agent(settings, request, oneshot_sink(quiet=bool(getattr(args, "quiet", False))))
+        sink = oneshot_sink(quiet=bool(getattr(args, "quiet", False)))
+        if request.surface is Surface.KANBAN:
+            return _kanban_worker(settings, request, sink, prompt)
+        agent = open_agent(settings, request, sink)
         try:
             if demo:
                 return _phases(agent, _demo(agent), os.environ.get("HERMES_LAUNCHER", "hermes"))

@@ -24,6 +24,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("sessions", "sessions", "list, show, export or delete stored sessions"),
     ("batch", "batch", "run many prompts with sampled toolsets and save trajectories"),
     ("cron", "cron", "schedule recurring agent jobs and run the scheduler"),
+    ("kanban", "kanban", "the kanban board: tasks for agents, their runs, and the dispatcher"),
     ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),

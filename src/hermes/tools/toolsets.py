@@ -69,6 +69,12 @@ BROWSER_CORE = (
     "browser_back", "browser_press", "browser_get_images", "browser_vision", "browser_console",
 )
 BROWSER_CDP = ("browser_cdp", "browser_dialog")
+#: the kanban worker's lifecycle tools and the orchestrator's board tools (TS-7; hermes.tools.kanban)
+KANBAN_WORKER = (
+    "kanban_show", "kanban_complete", "kanban_block", "kanban_heartbeat", "kanban_comment", "kanban_attach",
+    "kanban_attach_url", "kanban_attachments", "kanban_request_review",
+)
+KANBAN_BOARD = ("kanban_list", "kanban_create", "kanban_link", "kanban_unblock", "kanban_review")
 DESKTOP_UI = (
     "read_terminal", "close_terminal", "desktop_preview", "drive_preview", "annotate_preview",
     "read_window_below", "focus_pane", "react_to_message", "gui_tour", "show_tip", "set_theme",
@@ -119,7 +125,7 @@ TOOLSETS: dict[str, Toolset] = {
         _ts("video", "Generate and edit video (opt-in)", "video_generate", "xai_video_edit",
             "xai_video_extend", opt_in=True),
         _ts("video_gen", "Video generation through a backend plugin (opt-in)", "video_generate", opt_in=True),
-        _ts("kanban", "Kanban board tools for task workers and orchestrators",
+        _ts("kanban", "Kanban board tools for task workers and orchestrators", *KANBAN_WORKER, *KANBAN_BOARD,
             auto_on=frozenset({Surface.KANBAN})),
         _ts("project", "Desktop projects: named workspaces of several folders", "desktop_project",
             surfaces=frozenset({Surface.DESKTOP, Surface.TUI})),
@@ -160,6 +166,8 @@ SURFACE_BUNDLES: dict[Surface, str] = {
 #: Tools a surface never gets, whatever its toolsets say.
 SURFACE_EXCLUDED_TOOLS: dict[Surface, frozenset[str]] = {
     Surface.CRON: frozenset({"cronjob_manage"}),
+    # a kanban worker has the lifecycle tools of its own task, never the board tools (TS-7)
+    Surface.KANBAN: frozenset(KANBAN_BOARD),
 }
 
 
