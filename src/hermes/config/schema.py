@@ -258,6 +258,22 @@ SCHEMA = Schema(
             ("safe_programs", "list"),
         ),
         _section(
+            "kanban",
+            ("attachment_max_bytes", "integer", {"minimum": 1}),
+            ("heartbeat_timeout_seconds", "number", {"default": 900.0, "minimum": 1}),
+            ("heartbeat_every_seconds", "number", {"default": 60.0, "minimum": 0}),
+            ("max_failures", "integer", {"default": 3, "minimum": 1, "maximum": 100}),
+            ("max_parallel", "integer", {"default": 2, "minimum": 1, "maximum": 256}),
+            ("max_runtime_seconds", "number", {"default": 3600.0, "minimum": 1}),
+            ("max_running", "integer", {"default": 0, "minimum": 0}),
+            ("max_per_assignee", "integer", {"default": 0, "minimum": 0}),
+            ("retry_backoff_seconds", "number", {"default": 30.0, "minimum": 0}),
+            ("max_backoff_seconds", "number", {"default": 3600.0, "minimum": 0}),
+            ("nudges", "integer", {"default": 2, "minimum": 0, "maximum": 10}),
+        ),
+        # one table per MCP server (docs/tools/mcp.md): their keys are checked when the server is read
+        _section("mcp_servers", open_tables=(ANY_TABLE,)),
+        _section(
             "sandbox",
             ("mode", "choice", {"default": "workspace-write",
                                 "choices": ("workspace-write", "read-only", "full-access")}),
