@@ -58,7 +58,8 @@ def main() -> int:
         temp = Path(root) / "tmp"
         temp.mkdir()
         for label, command in (("true", ["true"]), ("bash -c true", ["bash", "-c", "true"])):
-            launch = sandbox.launch(sandbox.Policy(), workdir=str(workspace), temp_dir=temp)
+            spaces = [str(workspace)]
+            launch = sandbox.launch(sandbox.Policy(), workdir=str(workspace), temp_dir=temp, workspaces=spaces)
             wrapped = launch.argv(list(command))
             for _ in range(5):  # warm caches
                 _time(command, str(workspace))
@@ -72,7 +73,8 @@ def main() -> int:
             for _ in range(args.runs):
                 outside.append(_time(command, str(workspace)))
                 started = time.perf_counter()
-                wrapped = sandbox.launch(sandbox.Policy(), workdir=str(workspace), temp_dir=temp).argv(list(command))
+                wrapped = sandbox.launch(sandbox.Policy(), workdir=str(workspace), temp_dir=temp,
+                                         workspaces=spaces).argv(list(command))
                 plan_cost.append(time.perf_counter() - started)
                 inside.append(_time(wrapped, str(workspace)) + plan_cost[-1])
                 floor.append(_time([*bare, *command], str(workspace)))

@@ -245,10 +245,33 @@ def test_writable_paths_from_config(ws: Path) -> None:
     assert r["exit_code"] == 0 and (extra / "ok.txt").exists()
 
 
-def test_a_broad_workdir_is_not_writable(ws: Path) -> None:
-    r = term({"command": "touch hermes-sandbox-broad", "workdir": "/"})
+def test_a_broad_workspace_is_not_writable(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir("/")  # hermes started in / : its working directory is no workspace
+    r = term({"command": "touch hermes-sandbox-broad"})
     assert r["exit_code"] != 0 and not Path("/hermes-sandbox-broad").exists()
     assert "/ stays read-only" in r["sandbox_note"]
+
+
+def test_a_workdir_outside_the_workspace_is_read_only(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    r = term({"command": "test -w . && echo W; echo x > o.txt", "workdir": str(outside)})
+    assert "W" not in r["output"].split() and "Read-only file system" in r["output"]
+    assert not (outside / "o.txt").exists()
+    assert f"workdir {outside} is outside the session's workspace" in r["sandbox_note"]
+    inner = ws / "sub"
+    inner.mkdir()
+    r = term({"command": "echo x > i.txt", "workdir": str(inner)})  # a folder inside it is writable
+    assert r["exit_code"] == 0 and (inner / "i.txt").exists() and "sandbox_note" not in r
+
+
+def test_terminal_cwd_is_the_workspace(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    _config(ws, f"terminal:\n  cwd: {outside}\n")
+    r = term({"command": "echo x > o.txt; pwd"})
+    assert r["exit_code"] == 0 and (outside / "o.txt").exists() and r["workdir"] == str(outside)
+    r = term({"command": "echo x > w.txt", "workdir": str(ws)})  # hermes's own directory is not, then
+    assert r["exit_code"] != 0 and not (ws / "w.txt").exists()
+    assert "outside the session's workspace" in r["sandbox_note"]
 
 
 def test_the_session_tmp_persists_between_commands(ws: Path) -> None:
@@ -338,3 +361,13 @@ def test_status_full_reports_the_sandbox(ws: Path, tmp_path: Path) -> None:
     missing = status(str(tmp_path / "empty"))
     assert missing["active"] is False and "bwrap" in missing["missing"]
     assert "unsandboxed" in missing["note"]
+
+
+def test_a_home_dot_folder_is_no_workspace(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = ws.parent / "home"
+    (home / ".config").mkdir(parents=True)
+    (home / "project").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    chosen = sandbox.plan(sandbox.load_policy({}), workdir=str(home / ".config"), temp_dir=str(ws.parent),
+                          workspaces=[str(home / ".config"), str(home / "project")])
+    assert chosen.refused == [str(home / ".config")] and chosen.writable == [str(home / "project")]

@@ -10,6 +10,12 @@ Writes (``write_file``, ``patch``) are refused
 * to hermes's own ``config.yaml``, ``.env`` and ``auth.json`` (:meth:`HermesPaths.protected_files`);
 * to credential stores in any user's home folder (``.ssh`` anywhere, ``~/.aws``, ``~/.gnupg``,
   ``~/.netrc`` …);
+* to start-up files of any user's home folder — shell and login files (``~/.bashrc``, ``~/.profile``,
+  ``~/.zshrc`` …), ``~/.gitconfig``, ``~/.config/git``, ``~/.config/autostart``, ``~/.config/systemd``,
+  ``~/.local/bin`` … (:data:`~hermes.tools.sensitive.HOME_STARTUP_FILES`, ``HOME_STARTUP_DIRS``): what they
+  name runs later, outside any sandbox;
+* to any other dot-file or dot-folder of a home folder (``~/.config/app``, ``~/.hermes/skills``) unless
+  an allowed root lies at or inside it (``file.allowed_roots: ['~/.config/myapp']``);
 * to another name (a hard link) of any of those files: see :mod:`hermes.tools.sensitive`;
 * outside the allowed roots: ``file.allowed_roots`` in config.yaml, by default the working directory,
   the home folder and the system temporary folder. A symlink whose target lies outside them is refused
@@ -33,8 +39,10 @@ from hermes.tools.context import session_of
 from hermes.tools.sensitive import (
     Identities,
     credential_store,
+    home_dot_location,
     protected_hermes_file,
     sensitive_for_reading,
+    startup_location,
 )
 
 __all__ = [
@@ -199,10 +207,19 @@ def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: s
     store = credential_store(path)
     if store is not None:
         raise ToolError(f"'{field}': writing {path} is not allowed{via}: {store} is a credential store")
+    startup = startup_location(path)
+    if startup is not None:
+        raise ToolError(f"'{field}': writing {path} is not allowed{via}: {startup} is a start-up file of a home "
+                        "folder (what it names runs later: a shell, a login, autostart, git)")
     linked = Identities().write_refusal(path)
     if linked is not None:
         raise ToolError(f"'{field}': writing {path} is not allowed{via}: {linked}")
     roots = allowed_roots(kw)
+    dot = home_dot_location(path)
+    if dot is not None and not any(_inside(root, dot) and _inside(path, root) for root in roots):
+        raise ToolError(f"'{field}': writing {path} is not allowed{via}: {dot} is a dot-file or dot-folder of a "
+                        "home folder (settings programs read); a folder inside it can be named in "
+                        "file.allowed_roots in config.yaml")
     system = system_location(path, roots)
     if system is not None:
         raise ToolError(f"'{field}': writing {path} is not allowed{via}: {system} is a system location")

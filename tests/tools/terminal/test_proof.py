@@ -127,6 +127,24 @@ def test_without_a_workspace_no_write_is_proven() -> None:
     assert classify("echo x > /dev/null").level == "safe"
 
 
+def test_a_workdir_outside_the_session_workspace_proves_no_write(workspace: str, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    judged = classify("echo hi > autostart.sh", str(outside), workspace=workspace)
+    assert judged.level == "unproven" and "outside the workspace" in judged.reason
+    assert classify("ls", str(outside), workspace=workspace).level == "safe"
+    assert classify(f"echo x > {workspace}/out.txt", str(outside), workspace=workspace).level == "safe"
+    assert classify("echo x > y", os.path.join(workspace, "src"), workspace=workspace).level == "safe"
+
+
+def test_home_dot_folders_are_no_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    judged = classify("echo hi > autostart.sh", str(home / ".config"))
+    assert judged.level == "unproven" and "dot-file of the home directory" in judged.reason
+
+
 # -- write targets on the real file system -------------------------------------------------------------
 def test_links_in_the_workspace_are_followed(workspace: str, tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"

@@ -1,6 +1,7 @@
 """terminal and process_manage with real bash subprocesses (requirement T-TERM, issue 3 item 2).
 
-Every command here runs inside ``tmp_path``; the approval tests use harmless stand-ins (a recursive
+Every command here runs inside ``tmp_path``, hermes's working directory and so the session's workspace
+(a ``workdir`` outside it would be read-only in the sandbox); the approval tests use harmless stand-ins (a recursive
 delete of a scratch folder, a ``mkfs`` of a path that does not exist) so nothing outside the test's
 directories can change even if a check failed.
 """
@@ -56,7 +57,8 @@ def allow_unproven(hermes_home: Path) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _cleanup(hermes_home: Path) -> Iterator[None]:
+def _cleanup(hermes_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.chdir(tmp_path)  # hermes's working directory, the session's workspace: sandboxed commands write here
     yield
     for task in ("t-terminal", "t-other", "t-fuzz", "s-approve"):
         manager.kill_session(task)
@@ -379,3 +381,15 @@ def test_fuzz_terminal_arguments(tmp_path: Path, payload: Any) -> None:
 def test_fuzz_process_manage_arguments(payload: Any) -> None:
     result = json.loads(registry.dispatch("process_manage", payload, task_id="t-fuzz-pm"))
     assert isinstance(result, dict) and ("error" in result or "processes" in result)
+
+
+def test_unsandboxed_writes_in_a_workdir_outside_the_workspace_are_asked(tmp_path: Path, hermes_home: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    monkeypatch.chdir(workspace)
+    s = _approval_session(hermes_home, Surface.ONESHOT, config="sandbox:\n  mode: full-access\n")
+    refused = run({"command": "echo hi > autostart.sh", "workdir": str(outside)}, session=s)
+    assert "needs approval" in refused["error"] and not (outside / "autostart.sh").exists()
+    assert run({"command": "echo hi > ok.sh", "workdir": str(workspace)}, session=s)["exit_code"] == 0

@@ -295,20 +295,22 @@ def _unproven(reasons: list[tuple[str, str]]) -> list[Verdict]:
     return [Verdict("unproven", f"needs approval: {why}", UNPROVEN_ID, segment) for why, segment in reasons]
 
 
-def findings(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = ()) -> list[Verdict]:
+def findings(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = (),
+             workspace: str | None = None) -> list[Verdict]:
     """Every floor or dangerous pattern found in ``command``, in the order met, then one ``unproven``
     verdict for each simple command that could not be proven safe.
 
     ``cwd`` is the directory the command will run in, if known: relative paths are judged against it
-    (``rm -rf *`` in ``/`` or in the home directory is on the floor), and it is the workspace that
-    proven-safe commands may write in (unknown: no write is proven). ``safe_programs`` are command
-    prefixes the person declared to have known effects (``approvals.safe_programs``)."""
+    (``rm -rf *`` in ``/`` or in the home directory is on the floor). ``workspace`` is where proven-safe
+    commands may write (the session's workspace; None: ``cwd``; unknown: no write is proven) — a write
+    in a ``cwd`` outside it is not proven. ``safe_programs`` are command prefixes the person declared to
+    have known effects (``approvals.safe_programs``)."""
     with _no_gc():
         try:
             toks: list[Token] | None = lex(command)
         except (TooComplex, RecursionError):
             toks = None
-        reasons = prove(command, cwd, safe_programs, toks)
+        reasons = prove(command, cwd, safe_programs, toks, workspace)
         if not reasons:
             # proven: only allowlisted forms writing inside the workspace, which no dangerous pattern
             # names (the proof is stricter than the patterns), so the pattern search is skipped
@@ -329,9 +331,10 @@ def _most_severe(found: list[Verdict]) -> Verdict:
     return best
 
 
-def classify(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = ()) -> Verdict:
+def classify(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = (),
+             workspace: str | None = None) -> Verdict:
     """The most severe finding in ``command`` (floor, dangerous, unproven), or a ``safe`` verdict."""
-    return _most_severe(findings(command, cwd, safe_programs))
+    return _most_severe(findings(command, cwd, safe_programs, workspace))
 
 
 def stdin_kind(command: str) -> str | None:
@@ -341,7 +344,7 @@ def stdin_kind(command: str) -> str | None:
 
 
 def classify_input(kind: str, text: str, cwd: str | None = None,
-                   safe_programs: tuple[str, ...] = ()) -> list[Verdict]:
+                   safe_programs: tuple[str, ...] = (), workspace: str | None = None) -> list[Verdict]:
     """Findings in ``text`` written to the stdin of a program that reads it as ``kind``: for a shell,
     the same proof as a command; program text for an interpreter is never proven."""
     analyzer = Analyzer(cwd)
@@ -349,7 +352,7 @@ def classify_input(kind: str, text: str, cwd: str | None = None,
         analyzer.feed(kind, text, 0, "stdin")
     found = analyzer.found
     if kind == "shell":
-        found = found + _unproven(prove(text, cwd, safe_programs))
+        found = found + _unproven(prove(text, cwd, safe_programs, workspace=workspace))
     elif kind == "code":
         found = found + _unproven([("input to an interpreter is program code whose effects are not known",
                                     text[:200])])

@@ -56,8 +56,8 @@ def prepare(command: str, args: dict[str, Any], kw: dict[str, Any], session: Ses
     temp = sandbox.session_temp(task_id) if can_sandbox and not leave else ""
     if temp:
         on_session_end(kw, f"sandbox-temp:{task_id}", lambda: sandbox.drop_session_temp(task_id))
-    chosen = sandbox.launch(policy, workdir=cwd, temp_dir=temp, workspaces=[session_workspace(session)],
-                            network=network, leave=leave)
-    found = findings(command, cwd, gate.safe_programs(kw))
+    workspace = session_workspace(session)
+    chosen = sandbox.launch(policy, workdir=cwd, temp_dir=temp, workspaces=[workspace], network=network, leave=leave)
+    found = findings(command, cwd, gate.safe_programs(kw), workspace)
     gate.check(command, asked + found, kw, sandboxed=chosen.sandboxed)
     return chosen

@@ -247,8 +247,9 @@ def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str =
                          "it in another form; ask the person what they want instead.")
 
 
-def authorize(command: str, kw: dict[str, Any], cwd: str | None = None, sandboxed: bool = False) -> None:
-    """Classify ``command`` (to be run in ``cwd``, the workspace) and run the approval flow; raises
-    :class:`ApprovalDenied` when it is refused. ``sandboxed``: it runs inside an OS sandbox, where
-    commands that are merely unproven need no approval."""
-    check(command, findings(command, cwd, safe_programs(kw)), kw, sandboxed=sandboxed)
+def authorize(command: str, kw: dict[str, Any], cwd: str | None = None, sandboxed: bool = False,
+              workspace: str | None = None) -> None:
+    """Classify ``command`` (to be run in ``cwd``; writes proven only inside ``workspace``, default ``cwd``)
+    and run the approval flow; raises :class:`ApprovalDenied` when it is refused. ``sandboxed``: it runs
+    inside an OS sandbox, where commands that are merely unproven need no approval."""
+    check(command, findings(command, cwd, safe_programs(kw), workspace), kw, sandboxed=sandboxed)

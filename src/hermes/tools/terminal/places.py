@@ -1,7 +1,8 @@
 """Where a command line may be and what it writes: the directory set and the write-target checks.
 
 :class:`Places` is the half of :class:`~hermes.tools.terminal.proof.Prover` that knows the workspace,
-the set of directories ``cd``/``pushd`` may have reached (it only grows: a failed ``cd`` leaves the shell
+the set of directories ``cd``/``pushd`` may have reached (starting at the command's working directory,
+which need not lie in the workspace) (it only grows: a failed ``cd`` leaves the shell
 where it was), and whether a file written resolves inside the workspace — following the symbolic
 links that exist now, and never into ``/proc``, ``/sys``, ``/dev`` (``/dev/null``, ``/dev/stdout``,
 ``/dev/stderr`` excepted), ``.git``, the home directory's dot-files, devices or files with other hard
@@ -26,9 +27,14 @@ _SPECIAL = ("/proc/", "/sys/", "/dev/")
 class Places:
     """The workspace, the directories the shell may be in, and the files written so far."""
 
-    def __init__(self, cwd: str | None) -> None:
-        self.workspace = os.path.realpath(cwd) if cwd else None
-        self.cwds: list[str] | None = [self.workspace] if self.workspace else None
+    def __init__(self, cwd: str | None, workspace: str | None = None) -> None:
+        #: where proven writes may land: the session's workspace (``cwd`` when none is given)
+        root = workspace if workspace is not None else cwd
+        self.workspace = os.path.realpath(root) if root else None
+        start = os.path.realpath(cwd) if cwd else None
+        #: where programs may have been put by the model or others: the workspace and the working directory
+        self.untrusted = [p for p in dict.fromkeys((self.workspace, start)) if p]
+        self.cwds: list[str] | None = [start] if start else None
         self.home = os.path.realpath(os.path.expanduser("~"))
         self.checked: dict[str, str | None] = {}
         self.cwd_version = 0  # changes whenever the set of directories does
@@ -145,7 +151,7 @@ class Places:
         if _in_git_dir(real):
             return f"writes `{shown[:60]}` inside a git directory (its configuration and hooks can name programs)"
         home = self.home
-        if inside(home, ws) and real != home and inside(real, home) and real[len(home):].lstrip("/")[:1] == ".":
+        if real != home and inside(real, home) and real[len(home):].lstrip("/")[:1] == ".":
             return f"writes `{shown[:60]}`, a dot-file of the home directory"
         try:
             st = os.lstat(real)

@@ -97,8 +97,8 @@ def _literal_reason(word: Word) -> str | None:
 class Prover(Places):
     """State of one proof: the places (:class:`Places`), the programs met and the reasons found so far."""
 
-    def __init__(self, cwd: str | None, safe_programs: tuple[str, ...] = ()) -> None:
-        super().__init__(cwd)
+    def __init__(self, cwd: str | None, safe_programs: tuple[str, ...] = (), workspace: str | None = None) -> None:
+        super().__init__(cwd, workspace)
         self.safe_programs = tuple(" ".join(p.split()) for p in safe_programs if p.strip())
         self.reasons: list[tuple[str, str]] = []
         self.found_on_path: dict[tuple[str, str], str | None] = {}
@@ -314,15 +314,15 @@ class Prover(Places):
                 entries.append(entry)
             else:
                 entries += [posixpath.join(c, entry) for c in (self.cwds or [])]
-        ws = self.workspace
-        if ws is None or not any(inside(real_dir(e), ws) for e in entries):
+        roots = self.untrusted
+        if not any(inside(real_dir(e), r) for e in entries for r in roots):
             return None  # no directory on PATH lies in the workspace: nothing found there can be its file
         key = (name, os.pathsep.join(entries))
         if key not in self.found_on_path:
             found = shutil.which(name, path=key[1])
             why = None
-            if found and self.workspace and inside(os.path.realpath(found), self.workspace):
-                why = f"`{name}` is found in the workspace ({found}), not a system program"
+            if found and any(inside(os.path.realpath(found), r) for r in roots):
+                why = f"`{name}` is found in the workspace or working directory ({found}), not a system program"
             self.found_on_path[key] = why
         return self.found_on_path[key]
 
@@ -350,10 +350,11 @@ def _next_is(toks: list[Token], k: int, count: int, op: str) -> bool:
 
 
 def prove(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] = (),
-          toks: list[Token] | None = None) -> list[tuple[str, str]]:
+          toks: list[Token] | None = None, workspace: str | None = None) -> list[tuple[str, str]]:
     """``(reason, segment)`` for each simple command of ``command`` not proven safe (empty: proven);
-    ``toks``: the command already split by :func:`~hermes.tools.terminal.shellparse.lex`."""
+    ``toks``: the command already split by :func:`~hermes.tools.terminal.shellparse.lex`; ``workspace``:
+    where writes may land (default: ``cwd``)."""
     try:
-        return Prover(cwd, safe_programs).run(command, toks)
+        return Prover(cwd, safe_programs, workspace).run(command, toks)
     except (RecursionError, MemoryError):
         return [(TOO_COMPLEX, command[:200])]

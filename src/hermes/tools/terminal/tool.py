@@ -109,12 +109,14 @@ def _task_id(kw: dict[str, Any]) -> str:
 
 
 def _workdir(args: dict[str, Any], session: SessionView | None) -> str:
-    from hermes.tools.terminal import gate
+    """The directory the command runs in: ``workdir``, else the session's workspace. A ``workdir`` outside
+    the workspace is only where the command starts: the sandbox keeps it read-only and the classifier
+    proves no write there (see :mod:`.confine`)."""
+    from hermes.tools.terminal import confine
 
     raw = args.get("workdir")
     if raw is None:
-        configured = gate.config_for(session).get("terminal.cwd")
-        raw = configured if isinstance(configured, str) and configured else os.getcwd()
+        raw = confine.session_workspace(session)
     path = os.path.abspath(os.path.expanduser(str(raw)))
     if not os.path.isdir(path):
         raise ToolError(f"'workdir' {raw!r} is not an existing directory")
@@ -193,7 +195,7 @@ def _log(record: BackgroundProcess, args: dict[str, Any]) -> dict[str, Any]:
 
 def process_manage(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``process_manage``."""
-    from hermes.tools.terminal import gate
+    from hermes.tools.terminal import confine, gate
     from hermes.tools.terminal.approval import classify_input, stdin_kind
     from hermes.tools.terminal.processes import manager
 
@@ -215,7 +217,9 @@ def process_manage(args: dict[str, Any], **kw: Any) -> str:
         data = str(data or "")
         kind = stdin_kind(record.command)
         if kind is not None and data.strip():
-            gate.check(data, classify_input(kind, data, record.cwd, gate.safe_programs(kw)), kw, what="input",
+            found = classify_input(kind, data, record.cwd, gate.safe_programs(kw),
+                                   workspace=confine.session_workspace(session_of(kw)))
+            gate.check(data, found, kw, what="input",
                        sandboxed=not record.sandbox.startswith("off"))
         sent = record.write(data, eof)
         return json.dumps({"process_id": record.id, "written_bytes": sent, "stdin_closed": eof})
