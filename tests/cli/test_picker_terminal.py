@@ -69,7 +69,9 @@ def terminal(hermes_home: Path, tmp_path: Path) -> Iterator[Callable[[], Termina
     def start() -> Terminal:
         env = {k: v for k, v in os.environ.items() if k not in VENDOR_ENV and not k.startswith("TOOL_GATEWAY")}
         env.update({"HERMES_HOME": str(hermes_home), "FIRECRAWL_API_KEY": "fc-key-123", "TERM": "xterm-256color"})
-        command = f"{sys.executable} -m hermes tools; echo $? > {done}"
+        # the pane stays after hermes exits (sleep), so its last words can still be read: without it a fast
+        # exit closed the pane before the screen was captured and the goodbye line "never appeared"
+        command = f"{sys.executable} -m hermes tools; echo $? > {done}; sleep 120"
         subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "150", "-y", "50", command], check=True,
                        timeout=10, env=env)
         return Terminal(tmux, done)

@@ -26,7 +26,7 @@ def test_dash_skips_the_remaining_optional_keys(hermes_home: Path, tmp_path: Pat
     done = tmp_path / "done"
     env = {k: v for k, v in os.environ.items() if k not in optional_env.OPTIONAL_ENV_VARS}
     env.update({"HERMES_HOME": str(hermes_home), "TERM": "xterm-256color"})
-    command = f"{sys.executable} -m hermes setup --section keys; echo $? > {done}"
+    command = f"{sys.executable} -m hermes setup --section keys; echo $? > {done}; sleep 120"  # pane outlives it
 
     def screen() -> str:
         return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-S", "-300", "-t", "t"], capture_output=True,

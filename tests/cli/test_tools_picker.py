@@ -354,7 +354,7 @@ def test_tmux_picker_writes_commented_config(home: Path, tmp_path: Path) -> None
 
     env = {k: v for k, v in os.environ.items() if k not in VENDOR_ENV and k not in GATEWAY_ENV}
     env.update({"HERMES_HOME": str(home), "BROWSER_USE_API_KEY": "bu-key", "TERM": "xterm-256color"})
-    command = f"{sys.executable} -m hermes tools; echo $? > {done}"
+    command = f"{sys.executable} -m hermes tools; echo $? > {done}; sleep 120"  # the pane outlives hermes
     subprocess.run([*tmux, "new-session", "-d", "-s", "t", "-x", "120", "-y", "40", command], check=True,
                    timeout=10, env=env)
     try:

@@ -257,6 +257,17 @@ def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
     return sorted(kept, key=lambda p: (p.count("/"), p)), list(dict.fromkeys(secret_files))
 
 
+def _runtime_folders() -> list[str]:
+    """The Python that runs hermes and hermes's own code, kept visible (read-only) inside the sandbox even
+    when they live under the host's /tmp or /run (a checkout and its venv in /tmp): execute_code's
+    script and commands such as ``.venv/bin/python -m pytest`` need them."""
+    import sys
+
+    found = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
+             str(Path(__file__).resolve().parents[2])]  # .../src (or site-packages) holding hermes
+    return [p for p in dict.fromkeys(_real(f) for f in found) if os.path.isdir(p)]
+
+
 def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[str] = (),
          extra_writable: Iterable[str] = (), network: bool = False, tmpdir: str = _PRIVATE_TMP) -> Plan:
     """The sandbox for one command run in ``workdir``: ``workspaces`` (the session's working directory)
@@ -266,7 +277,7 @@ def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[st
     hermes_home = _real(HermesPaths.current().home)
     result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
     spaces = [c for c in dict.fromkeys(_real(w) for w in workspaces) if os.path.isdir(c)]
-    result.readable = list(dict.fromkeys([result.workdir, *spaces]))
+    result.readable = list(dict.fromkeys([result.workdir, *spaces, *_runtime_folders()]))
     if policy.mode == "workspace-write":
         for candidate in spaces:
             if _too_broad(candidate, hermes_home):
