@@ -276,6 +276,9 @@ class Cyllama(Engine):
                     return
         finally:
             sampler.close()
+            if self.finish != "stop":  # cancelled or cut off: the next call starts from a clean cache
+                self.ctx.kv_cache_clear()
+                self._tokens = []
 
     def _sampler(self, grammar: str | None, temperature: float) -> Any:
         params = self._cy.LlamaSamplerChainParams()
