@@ -20,6 +20,7 @@ import importlib
 import importlib.util
 import json
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -45,7 +46,7 @@ def installed_engines() -> list[str]:
     return found
 
 
-class Engine:
+class Engine(ABC):
     """One loaded model and its context; use under :attr:`lock` (llama.cpp is not thread-safe)."""
 
     name = ""
@@ -60,36 +61,42 @@ class Engine:
         self._renderer: Any = None
 
     # -- what each engine provides -------------------------------------------------------------------
+    @abstractmethod
     def tokenize(self, text: str) -> list[int]:
-        raise NotImplementedError
+        """The model's tokens for ``text`` (special tokens parsed)."""
 
+    @abstractmethod
     def stream(self, tokens: list[int], grammar: Any, max_tokens: int, temperature: float,
                cancelled: Callable[[], bool]) -> Iterator[str]:
         """Pieces of text sampled after ``tokens``; sets :attr:`finish` (``stop``/``length``) at the end."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _compile(self, gbnf: str) -> Any:
-        raise NotImplementedError
+        """The engine's compiled form of a GBNF grammar."""
 
+    @abstractmethod
     def _schema_to_gbnf(self, schema: dict[str, Any]) -> str:
-        raise NotImplementedError
+        """A GBNF grammar accepting exactly the JSON documents ``schema`` allows."""
 
+    @abstractmethod
     def cached(self) -> list[int]:
         """The tokens whose keys and values sequence 0 of the KV cache holds."""
-        raise NotImplementedError
 
+    @abstractmethod
     def evaluate(self, tokens: list[int]) -> None:
         """Clear the cache and evaluate ``tokens`` into it (a prompt prefix, to save)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def get_state(self) -> bytes:
-        raise NotImplementedError
+        """The serialised KV cache of sequence 0 (for the saved prefix)."""
 
+    @abstractmethod
     def set_state(self, tokens: list[int], data: bytes) -> bool:
-        raise NotImplementedError
+        """Load a saved cache for ``tokens``; False when the engine refuses it."""
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Free the model and its context."""
 
     # -- shared ---------------------------------------------------------------------------------------
     finish = "stop"
