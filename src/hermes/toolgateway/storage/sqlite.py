@@ -30,13 +30,28 @@ from hermes.toolgateway.storage.sqlite_schema import MIGRATIONS
 BUSY_TIMEOUT_MS = 10_000
 
 
-def _make_private(path: Path) -> None:
-    """The database file and its ``-wal``/``-shm`` companions: mode 0600 (the file is created if missing)."""
+def _create_private(path: Path) -> None:
+    """Create a missing database file with mode 0600 before SQLite opens it. An existing file is never
+    opened here (``O_EXCL``): another connection of this process may hold SQLite's locks on it (see
+    :func:`_make_private`)."""
     if os.name == "nt":
         return
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600))
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | getattr(os, "O_CLOEXEC", 0), 0o600))
+
+
+def _make_private(path: Path) -> None:
+    """The database file and its ``-wal``/``-shm`` companions: mode 0600, by name only.
+
+    Never by opening them: closing any descriptor of a file drops every POSIX lock this process holds on
+    it, SQLite's included. Without the lock that says "a connection is open here", the next other
+    process to close the database (``hermes toolgateway tokens revoke`` while ``serve`` runs) thinks it
+    was the last one, checkpoints and deletes the WAL, and the server's connection never sees another
+    process's write again — a revoked token kept working until the server restarted.
+    """
+    if os.name == "nt":
+        return
     for name in (str(path), f"{path}-wal", f"{path}-shm", f"{path}-journal"):
         with contextlib.suppress(FileNotFoundError, PermissionError):
             os.chmod(name, 0o600)
@@ -47,6 +62,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
     Raises :class:`~hermes.errors.StoreError` when the file cannot be opened or migrated.
     """
+    _create_private(path)
     _make_private(path)
     conn = open_sqlite(path, MIGRATIONS, busy_timeout_ms=BUSY_TIMEOUT_MS, name="gateway database")
     _make_private(path)  # -wal and -shm exist now
