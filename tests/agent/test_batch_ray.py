@@ -93,19 +93,37 @@ def wait_for_lines(path: Path, count: int, proc: subprocess.Popen[str], limit: f
     raise AssertionError(f"{path} did not reach {count} lines")
 
 
-def test_two_nodes_run_200_prompts_with_sampled_toolsets_and_a_cluster_wide_model_limit(
+def test_200_prompts_on_two_nodes_with_a_worker_killed_mid_run(
         cluster: LoopbackRayCluster, hermes_home: Path, model_server: Any, tmp_path: Path) -> None:
     model = SlowEcho(delay=0.02)
     server = model_server(model)
     prompts = setup_run(hermes_home, tmp_path, server.url, 200, "batch:\n  max_concurrent_requests: 2\n")
-    proc = subprocess.run(batch_cmd(prompts, cluster, "--workers", "3"), env=batch_env(hermes_home, cluster),
-                          capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    records = records_of(tmp_path / "prompts.trajectories.jsonl")
+    out = tmp_path / "prompts.trajectories.jsonl"
+    proc = subprocess.Popen(batch_cmd(prompts, cluster, "--workers", "3"), env=batch_env(hermes_home, cluster),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_lines(out, 10, proc)
+        deadline = time.monotonic() + 60
+        while not (victims := cluster.task_processes("run_prompt")):
+            assert time.monotonic() < deadline, "no worker was running a prompt"
+            time.sleep(0.02)
+        os.kill(victims[0], signal.SIGKILL)  # a worker process dies in the middle of a prompt
+        _, stderr = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr[-3000:]
+    records = records_of(out)
     assert len(records) == 200
     assert sorted(r["id"] for r in records) == sorted(f"p{i}" for i in range(200))
-    assert all(r["final"] == f"answer to: question {r['id'][1:]}" and r["attempts"] == 1 for r in records)
+    assert all(r["final"] == f"answer to: question {r['id'][1:]}" and r["error"] is None for r in records)
     assert len({r["worker"]["node"] for r in records}) == 2  # both nodes ran prompts
+    # the killed worker's prompt was run again elsewhere, and its failed attempt is on record
+    retried = [r for r in records if r["attempts"] > 1]
+    assert retried, stderr[-3000:]
+    assert all(r["failures"] and r["worker"]["pid"] != victims[0] for r in retried)
+    assert any("died" in r["failures"][0].lower() or "crash" in r["failures"][0].lower() for r in retried)
+    assert all(r["attempts"] == 1 and r["failures"] == [] for r in records if r not in retried)
     # toolsets drawn per prompt exactly as the single-process runner draws them for this seed
     from hermes.tools.distributions import DISTRIBUTIONS
 
@@ -115,42 +133,13 @@ def test_two_nodes_run_200_prompts_with_sampled_toolsets_and_a_cluster_wide_mode
     assert len({tuple(t) for t in expected.values()}) > 1
     # three prompts ran at once across the cluster, but never more than two model requests
     assert 1 <= model.most_in_flight <= 2
-    assert "[200/200]" in proc.stderr and "200 succeeded, 0 failed" in proc.stderr
-
-
-def test_a_killed_worker_process_has_its_prompt_retried(
-        cluster: LoopbackRayCluster, hermes_home: Path, model_server: Any, tmp_path: Path) -> None:
-    server = model_server(SlowEcho(delay=0.4))
-    prompts = setup_run(hermes_home, tmp_path, server.url, 24)
-    out = tmp_path / "prompts.trajectories.jsonl"
-    proc = subprocess.Popen(batch_cmd(prompts, cluster, "--workers", "3"), env=batch_env(hermes_home, cluster),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_lines(out, 2, proc)
-        deadline = time.monotonic() + 60
-        while not (victims := cluster.task_processes("run_prompt")):
-            assert time.monotonic() < deadline, "no worker was running a prompt"
-            time.sleep(0.05)
-        os.kill(victims[0], signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=200)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 0, stderr[-3000:]
-    records = records_of(out)
-    assert sorted(r["id"] for r in records) == sorted(f"p{i}" for i in range(24))
-    retried = [r for r in records if r["attempts"] > 1]
-    assert retried, stderr[-3000:]
-    assert all(r["final"] is not None and r["error"] is None for r in records)
-    assert all(r["failures"] and r["worker"]["pid"] != victims[0] for r in retried)
-    assert any("died" in r["failures"][0].lower() or "crash" in r["failures"][0].lower() for r in retried)
-    assert "retrying" in stderr
+    assert "retrying p" in stderr and "[200/200]" in stderr and "200 succeeded, 0 failed" in stderr
 
 
 def test_a_resumed_run_writes_nothing_twice(
         cluster: LoopbackRayCluster, hermes_home: Path, model_server: Any, tmp_path: Path) -> None:
     server = model_server(SlowEcho(delay=0.1))
-    prompts = setup_run(hermes_home, tmp_path, server.url, 40)
+    prompts = setup_run(hermes_home, tmp_path, server.url, 30)
     out = tmp_path / "prompts.trajectories.jsonl"
     first = subprocess.Popen(batch_cmd(prompts, cluster, "--workers", "3"), env=batch_env(hermes_home, cluster),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -160,13 +149,13 @@ def test_a_resumed_run_writes_nothing_twice(
         first.kill()  # the driver crashes mid-run
         first.communicate(timeout=30)
     done = {json.loads(line)["id"] for line in out.read_text().splitlines() if line.endswith("}")}
-    assert 8 <= len(done) < 40
+    assert 8 <= len(done) < 30
     with out.open("a") as fh:
-        fh.write('{"id": "p39", "prompt": "question 39", "fin')  # a line cut by the crash
+        fh.write('{"id": "p29", "prompt": "question 29", "fin')  # a line cut by the crash
     second = subprocess.run(batch_cmd(prompts, cluster, "--workers", "3", "--resume"),
                             env=batch_env(hermes_home, cluster), capture_output=True, text=True, timeout=200)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert f"batch: {40 - len(done)} prompts" in second.stderr
+    assert f"batch: {30 - len(done)} prompts" in second.stderr
     assert "removed an unfinished last line" in second.stderr
     ids = [r["id"] for r in records_of(out)]  # every line parses: the cut one is gone
-    assert sorted(ids) == sorted(f"p{i}" for i in range(40))  # each id exactly once
+    assert sorted(ids) == sorted(f"p{i}" for i in range(30))  # each id exactly once

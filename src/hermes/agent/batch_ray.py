@@ -47,7 +47,7 @@ from hermes.tools.distributions import Distribution
 RAY_LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 #: variables of the driver's environment that travel to the workers: credentials and endpoints
 _SHIPPED_ENV = re.compile(r"^(OPENAI|NOUS|OPENROUTER|ANTHROPIC)_|_(API_KEY|KEY|TOKEN|SECRET|BASE_URL)$")
-_RAY_INSTALL_HINT = "hermes batch --ray needs Ray: pip install 'hermes-agent[ray]' (the `ray` extra)"
+_RAY_INSTALL_HINT = "hermes batch --ray needs Ray: pip install 'hermes[ray]' (the `ray` extra)"
 
 
 @dataclass(frozen=True)
