@@ -141,7 +141,7 @@ def test_single_process_resume_after_a_crash_redoes_the_cut_line(hermes_home: Pa
     assert sorted(ids) == ["p0", "p1", "p2", "p3"]
 
 
-def test_ray_missing_or_bad_flags_are_clear(hermes_home: Path, tmp_path: Path) -> None:
+def test_bad_batch_flags_are_clear(hermes_home: Path, tmp_path: Path) -> None:
     (hermes_home / "config.yaml").write_text("model:\n  base_url: http://127.0.0.1:9/v1\n  name: m\n")
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"prompt": "x"}\n')
@@ -150,3 +150,6 @@ def test_ray_missing_or_bad_flags_are_clear(hermes_home: Path, tmp_path: Path) -
     proc = subprocess.run([sys.executable, "-m", "hermes", "batch", str(prompts), "--ray", "--retries", "-1"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 1 and "--retries must be at least 0" in proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "hermes", "batch", str(prompts), "--workers", "0"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 1 and "--workers must be at least 1" in proc.stderr

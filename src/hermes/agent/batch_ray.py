@@ -160,7 +160,7 @@ class RayBatchRunner:
         else:
             try:
                 ray.init(address=self.address, **options)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
+            except Exception as exc:  # Ray raises ConnectionError, its own errors, RuntimeError, ValueError
                 raise ConfigError(f"cannot join the Ray cluster at {self.address}: {_short(exc)}") from None
         return ray
 

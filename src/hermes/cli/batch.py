@@ -94,9 +94,10 @@ def _run_on_ray(args: argparse.Namespace, settings: Settings, dist: Distribution
     import sys
 
     from hermes.agent.batch_progress import BatchProgress
-    from hermes.agent.batch_ray import RayBatchRunner
+    from hermes.agent.batch_ray import RayBatchRunner, import_ray
     from hermes.cli.common import eprint
 
+    import_ray(local=not args.ray)  # no Ray installed: say so before the output file is created
     runner = RayBatchRunner(settings, dist, address=args.ray or None, seed=args.seed, workers=args.workers,
                             retries=args.retries)
     plans = runner.plan(items, skip)
