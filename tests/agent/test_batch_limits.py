@@ -153,3 +153,26 @@ def test_bad_batch_flags_are_clear(hermes_home: Path, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "hermes", "batch", str(prompts), "--workers", "0"],
                           capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 1 and "--workers must be at least 1" in proc.stderr
+
+
+def test_worker_settings_carry_config_dotenv_and_credentials_but_not_ray_or_local_variables(
+        hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pickle
+
+    from hermes.agent.batch_ray import WorkerSettings
+    from hermes.config.settings import Settings
+
+    (hermes_home / "config.yaml").write_text("model:\n  base_url: http://127.0.0.1:9/v1\n  name: m\n"
+                                             "batch:\n  retries: 4\n")
+    (hermes_home / ".env").write_text("EXA_API_KEY=from-dotenv\n")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "ray-secret")
+    monkeypatch.setenv("SOME_LOCAL_THING", "x")
+    snapshot = WorkerSettings.capture(Settings.load())
+    assert "sk-test" not in repr(snapshot)  # secrets stay out of reprs and logs
+    assert snapshot.env.get("OPENAI_API_KEY") == "sk-test"
+    assert "RAY_AUTH_TOKEN" not in snapshot.env and "SOME_LOCAL_THING" not in snapshot.env
+    rebuilt = pickle.loads(pickle.dumps(snapshot)).settings()  # as a Ray worker gets it
+    assert rebuilt.get("batch.retries") == 4
+    assert rebuilt.model().base_url == "http://127.0.0.1:9/v1" and rebuilt.model().api_key == "sk-test"
+    assert rebuilt.env.get("EXA_API_KEY") == "from-dotenv"

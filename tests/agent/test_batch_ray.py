@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from fakes.model_server import Reply
-from fakes.ray_cluster import LOOPBACK_SWITCH, LoopbackRayCluster
+from fakes.ray_cluster import LOOPBACK_SWITCH, LoopbackRayCluster, descendants, listening_hosts
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.timeout(300)
@@ -31,6 +31,7 @@ pytestmark = pytest.mark.timeout(300)
 def cluster() -> Iterator[LoopbackRayCluster]:
     started = LoopbackRayCluster(head_cpus=2, node_cpus=1).start()
     try:
+        assert listening_hosts(started.processes()) == {"127.0.0.1"}  # both nodes, every server
         yield started
     finally:
         left = started.stop()
@@ -159,3 +160,35 @@ def test_a_resumed_run_writes_nothing_twice(
     assert "removed an unfinished last line" in second.stderr
     ids = [r["id"] for r in records_of(out)]  # every line parses: the cut one is gone
     assert sorted(ids) == sorted(f"p{i}" for i in range(30))  # each id exactly once
+
+
+def test_a_local_cluster_listens_on_loopback_only_and_keeps_its_token_off_disk(
+        hermes_home: Path, model_server: Any, tmp_path: Path) -> None:
+    seen: dict[str, Any] = {}
+    driver: list[int] = []
+
+    def answer(body: dict[str, Any]) -> Reply:
+        if driver and "hosts" not in seen:  # the cluster is up while its workers ask the model
+            seen["pids"] = [p for p in descendants(driver[0]) if p != driver[0]]
+            seen["hosts"] = listening_hosts(seen["pids"])
+        return Reply(content="fine")
+
+    server = model_server(answer)
+    prompts = setup_run(hermes_home, tmp_path, server.url, 3)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "RAY_"))}
+    env.update(HERMES_HOME=str(hermes_home), HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0")
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "batch", str(prompts), "--ray", "--workers", "1"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver.append(proc.pid)
+    _, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 0, stderr[-3000:]
+    assert "on a local Ray cluster" in stderr and "3 succeeded, 0 failed" in stderr
+    assert len(records_of(tmp_path / "prompts.trajectories.jsonl")) == 3
+    assert seen["hosts"] == {"127.0.0.1"}
+    assert not (tmp_path / ".ray").exists()  # the run's token lived only in the cluster's environment
+    deadline = time.monotonic() + 20  # the local cluster stops with the run
+    while (alive := [p for p in seen["pids"] if descendants(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in alive:  # never left behind, even when the check below fails
+        os.kill(pid, signal.SIGKILL)
+    assert not alive

@@ -15,8 +15,10 @@ its temp dir and all their descendants (workers, agents) — by process id: TERM
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -64,6 +66,44 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
+def descendants(root: int) -> list[int]:
+    """``root`` and every living process below it."""
+    tree, found, stack = _children(), set(), [root]
+    while stack:
+        pid = stack.pop()
+        if pid not in found:
+            found.add(pid)
+            stack.extend(tree.get(pid, []))
+    return sorted(pid for pid in found if _alive(pid))
+
+
+def _decode_host(hex_addr: str) -> str:
+    raw = bytes.fromhex(hex_addr)
+    if len(raw) == 4:
+        return str(ipaddress.IPv4Address(raw[::-1]))
+    host = ipaddress.IPv6Address(b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+    return str(host.ipv4_mapped or host)
+
+
+def listening_hosts(pids: list[int]) -> set[str]:
+    """The addresses the TCP sockets of ``pids`` listen on (from /proc, no tools needed)."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    hosts = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                hosts.add(_decode_host(fields[1].split(":")[0]))
+    return hosts
+
+
 class LoopbackRayCluster:
     def __init__(self, head_cpus: int = 2, node_cpus: int = 1) -> None:
         # short: Ray's unix sockets live under it and a socket path has at most 107 bytes
@@ -99,13 +139,7 @@ class LoopbackRayCluster:
         """Every living process of this cluster: those naming its temp dir, and their descendants."""
         roots = [int(p.name) for p in Path("/proc").iterdir()
                  if p.name.isdigit() and any(self.temp_dir in arg for arg in _proc_args(int(p.name)))]
-        tree, found, stack = _children(), set(), list(roots)
-        while stack:
-            pid = stack.pop()
-            if pid not in found and pid != os.getpid():
-                found.add(pid)
-                stack.extend(tree.get(pid, []))
-        return sorted(pid for pid in found if _alive(pid))
+        return sorted({pid for root in roots for pid in descendants(root)} - {os.getpid()})
 
     def task_processes(self, task: str) -> list[int]:
         """Worker processes of this cluster running a task now (Ray titles them ``ray::TASK``)."""
@@ -124,7 +158,10 @@ class LoopbackRayCluster:
                 pids = [pid for pid in pids if _alive(pid)]
             if not self.processes():
                 break
-        return self.processes()
+        left = self.processes()
+        if not left:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)  # the session's logs and sockets
+        return left
 
 
 def _start_node(address: str, cpus: int) -> None:

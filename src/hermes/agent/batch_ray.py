@@ -63,7 +63,8 @@ class WorkerSettings:
     @classmethod
     def capture(cls, settings: Settings) -> WorkerSettings:
         config = json.loads(json.dumps(settings.config.data, default=str))
-        env = {k: v for k, v in os.environ.items() if v and _SHIPPED_ENV.search(k) and k != "HERMES_HOME"}
+        env = {k: v for k, v in os.environ.items()  # Ray's own (its token) stay with Ray
+               if v and _SHIPPED_ENV.search(k) and k != "HERMES_HOME" and not k.startswith("RAY_")}
         return cls(str(settings.paths.home), config, read_dotenv(settings.paths.env), env, settings.overrides)
 
     def settings(self) -> Settings:
