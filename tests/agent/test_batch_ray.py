@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -176,7 +178,8 @@ def test_a_local_cluster_listens_on_loopback_only_and_keeps_its_token_off_disk(
     server = model_server(answer)
     prompts = setup_run(hermes_home, tmp_path, server.url, 3)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "RAY_"))}
-    env.update(HERMES_HOME=str(hermes_home), HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0")
+    ray_tmp = tempfile.mkdtemp(prefix="hr-", dir="/tmp")  # short: Ray's socket paths live below it
+    env.update(HERMES_HOME=str(hermes_home), HOME=str(tmp_path), RAY_USAGE_STATS_ENABLED="0", RAY_TMPDIR=ray_tmp)
     proc = subprocess.Popen([sys.executable, "-m", "hermes", "batch", str(prompts), "--ray", "--workers", "1"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     driver.append(proc.pid)
@@ -191,4 +194,5 @@ def test_a_local_cluster_listens_on_loopback_only_and_keeps_its_token_off_disk(
         time.sleep(0.2)
     for pid in alive:  # never left behind, even when the check below fails
         os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(ray_tmp, ignore_errors=True)
     assert not alive
