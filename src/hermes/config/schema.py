@@ -299,7 +299,15 @@ SCHEMA = Schema(
             ("child_timeout_seconds", "number", {"minimum": 0}),
         ),
         _section("cron", ("grace_seconds", "integer", {"default": 3600, "minimum": 0, "maximum": 366 * 86400})),
-        _section("batch", ("distributions", "mapping")),
+        _section(
+            "batch", ("distributions", "mapping"),
+            # model rate limits of a batch run, across all its workers (on Ray: across the cluster)
+            ("requests_per_minute", "number", {"minimum": 0.001}),
+            ("max_concurrent_requests", "integer", {"minimum": 1}),
+            # hermes batch --ray: reruns of a prompt whose worker or node died; CPUs a prompt reserves
+            ("retries", "integer", {"default": 2, "minimum": 0, "maximum": 20}),
+            ("cpus_per_prompt", "number", {"default": 1.0, "minimum": 0.01, "maximum": 64}),
+        ),
         _section(
             "web", *_ROUTED,
             ("backend", "text"), ("search_backend", "text"), ("extract_backend", "text"),
