@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO
 
+from hermes.config.paths import open_private_log
 from hermes.errors import HermesError
 from hermes.store.kanban.board import Board
 from hermes.store.kanban.config import KanbanConfig
@@ -148,9 +149,7 @@ class Dispatcher:
             return
         env = {**os.environ, "HERMES_KANBAN_TASK": task.id, "HERMES_KANBAN_RUN": str(run.id),
                "HERMES_KANBAN_DB": str(self.board.path), "HERMES_PROFILE": task.assignee or "worker"}
-        logs = self.board.files / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        log = (logs / f"{task.id}.log").open("ab")
+        log = open_private_log(self.board.files / "logs" / f"{task.id}.log", "ab")  # the worker's output: 0600
         log.write(f"--- run {run.id} (attempt {run.attempt}) by {self.name}\n".encode())
         log.flush()
         try:

@@ -91,6 +91,11 @@ def test_a_server_that_crashes_mid_call_is_reconnected(mcp_home: McpHome) -> Non
     reg = mcp_home.load()
     crashed = call(mcp_home, reg, "mcp_flaky_crash", {})
     assert "MCP server 'flaky'" in crashed["error"]
+    # the server's stderr log is private (it may hold what the server printed about its tokens)
+    import stat
+
+    log = mcp_home.home / "logs" / "mcp" / "flaky.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600 and stat.S_IMODE(log.parent.stat().st_mode) == 0o700
     # the next call waits for the reconnection and works
     assert unwrap(call(mcp_home, reg, "mcp_flaky_echo", {"text": "back"})["result"]) == "back"
 
@@ -144,3 +149,19 @@ def test_a_removed_server_takes_its_tools_away(mcp_home: McpHome) -> None:
     reg = mcp_home.load()
     assert not [n for n in reg.names() if n.startswith("mcp_flaky")]
     assert "flaky" not in mcp_home.manager.states()
+
+
+def test_servers_whose_names_could_meet_get_suffixed_names_whatever_the_order(mcp_home: McpHome) -> None:
+    from hermes.connectors.mcp.names import function_name
+
+    # "fl" + tool "x_echo" and "fl_x" + tool "echo" would both be mcp_fl_x_echo: neither gets a plain name
+    mcp_home.configure({"fl": stdio(flaky_command()), "fl_x": stdio(flaky_command())})
+    mcp_home.load()
+    assert {s.status for s in mcp_home.settle("fl", "fl_x").values()} == {"ready"}
+    names = {n for n in mcp_home.load().names() if n.startswith("mcp_")}
+    assert function_name("fl", "echo", suffixed=True) in names
+    assert function_name("fl_x", "echo", suffixed=True) in names
+    assert not names & {"mcp_fl_echo", "mcp_fl_x_echo"}
+    # a server alone keeps its plain names
+    mcp_home.configure({"fl": stdio(flaky_command())})
+    assert "mcp_fl_echo" in mcp_home.load().names()

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
 from hermes.connectors.mcp.schema import MAX_TOOLS_PER_SERVER
 from hermes.connectors.mcp.state import (
@@ -178,8 +179,7 @@ class Connection:
         if self.config.transport != "stdio" or self._log_dir is None:
             yield None
             return
-        self._log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self._log_dir / f"{self.config.name}.log", "a", encoding="utf-8") as handle:
+        with open_private_log(self._log_dir / f"{self.config.name}.log") as handle:  # 0600 in a 0700 folder
             yield handle
 
     def _transport(self, errlog: TextIO | None) -> Any:

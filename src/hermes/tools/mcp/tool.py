@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.connectors.mcp.config import McpServerConfig, McpSettings, read_servers
-from hermes.connectors.mcp.names import function_names
+from hermes.connectors.mcp.names import ambiguous, function_names
 from hermes.connectors.mcp.schema import safe_description
 from hermes.connectors.mcp.state import DISABLED, FAILED, READY, STOPPED, McpTool, ServerState
 from hermes.redact import redact
@@ -94,7 +94,8 @@ class _Binding:
             chosen = [t for t in tools if config.wants(t.name)]
             others = {n for s, names in self.registered.items() for n in names} | {
                 n for n in self.reg.names() if n not in old and not n.startswith("mcp_")}
-            names = function_names(server, [t.name for t in chosen], taken=others)
+            names = function_names(server, [t.name for t in chosen], taken=others,
+                                   all_suffixed=ambiguous(server, self.configs))
             for name in old:  # a new listing replaces the old entries (no "registered again" warning)
                 self.reg.unregister(name)
             for tool in chosen:
