@@ -65,3 +65,21 @@ def test_a_literal_secret_is_refused_and_a_reference_kept(hermes_home: Path) -> 
     # nothing listens on port 9: the test fails and says so, with the server's name
     failed = hermes(hermes_home, "mcp", "test", "web", "--timeout", "5", env={"WEB_TOKEN": "t0ken-value-123"})
     assert failed.returncode == 1 and "✗" in failed.stdout and "t0ken-value-123" not in failed.stdout
+
+
+def test_secrets_in_args_and_urls_are_never_printed(hermes_home: Path) -> None:
+    import yaml
+
+    (hermes_home / ".env").write_text("LEAKY_TOKEN=dotenv-token-9c1e44aa\n")
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump({"mcp_servers": {
+        "leaky": {"command": sys.executable, "args": ["-c", "pass", "--token", "${LEAKY_TOKEN}",
+                                                      "--api-key", "literal-arg-key-0123", "--password=hunter2-xyz"]},
+        "remote": {"url": "http://127.0.0.1:9/mcp?key=${LEAKY_TOKEN}"},
+    }}))
+    shown = [hermes(hermes_home, "mcp", "list"), hermes(hermes_home, "status", "--full"),
+             hermes(hermes_home, "mcp", "test", "leaky", "--timeout", "5")]
+    for done in shown:
+        out = done.stdout + done.stderr
+        assert "leaky" in out, out
+        for secret in ("dotenv-token-9c1e44aa", "literal-arg-key-0123", "hunter2-xyz"):
+            assert secret not in out, (done.args, out)

@@ -14,6 +14,7 @@ from hermes.tools.toolsets import (
     CORE_TOOLS,
     DESKTOP_UI,
     SURFACE_BUNDLES,
+    SURFACE_EXCLUDED_TOOLS,
     TOOLSETS,
     ResolvedToolsets,
     Surface,
@@ -89,7 +90,7 @@ def test_default_bundle_of_each_surface(surface: Surface) -> None:
     resolved = resolve_toolsets(surface, None)
     assert resolved.surface is surface
     assert SURFACE_BUNDLES[surface] in resolved.toolsets
-    expected_core = set(CORE_TOOLS) - ({"cronjob_manage"} if surface is Surface.CRON else set())
+    expected_core = set(CORE_TOOLS) - set(SURFACE_EXCLUDED_TOOLS.get(surface, ()))
     assert expected_core <= set(resolved.tools)
     assert len(resolved.tools) == len(set(resolved.tools))
     assert resolved == resolve_toolsets(surface, [SURFACE_BUNDLES[surface]])

@@ -211,9 +211,10 @@ def _test(settings: Settings, name: str, timeout: float) -> int:
         print(f"  ✗ {state.status}: {state.error or 'no answer'}")
         return 1
     print(f"  ✓ connected (protocol {state.protocol_version}), {len(state.tools)} tools:")
-    from hermes.connectors.mcp.names import function_names
+    from hermes.connectors.mcp.names import ambiguous, function_names
 
-    names = function_names(name, [t.name for t in state.tools])
+    names = function_names(name, [t.name for t in state.tools],
+                           all_suffixed=ambiguous(name, [s.name for s in cfg.servers]))
     for tool in state.tools:
         line = (tool.description or "").strip().splitlines()[0] if tool.description else ""
         print(f"    {names[tool.name]:<40} {line[:80]}")

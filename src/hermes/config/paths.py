@@ -9,6 +9,24 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+
+def private_dir(folder: Path) -> Path:
+    """``folder`` made (with its parents) and set to 0700: for logs that may hold what a program printed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    return folder
+
+
+def open_private_log(path: Path, mode: str = "a") -> Any:
+    """``path`` opened for appending (text ``a`` or bytes ``ab``), created 0600 in a 0700 folder."""
+    private_dir(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding="utf-8")
 
 
 def hermes_home() -> Path:
@@ -63,7 +81,10 @@ class HermesPaths:
         return self.home / "cache" / "tool_results"
 
     def ensure(self) -> Path:
-        self.home.mkdir(parents=True, exist_ok=True)
+        """Make HERMES_HOME (0700 when this call creates it: it holds secrets, logs and sessions)."""
+        if not self.home.exists():
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.home, 0o700)  # mkdir's mode is cut by the umask
         return self.home
 
     def protected_files(self) -> tuple[Path, ...]:

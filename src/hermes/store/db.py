@@ -11,6 +11,7 @@ timeout.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -37,7 +38,9 @@ def open_sqlite(path: Path, migrations: Sequence[Migration], *, busy_timeout_ms:
     opened or migrated.
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.exists():  # a folder made here holds sessions or a board: private (0700)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(path.parent, 0o700)
     except OSError as exc:
         raise StoreError(f"cannot create the folder for the {name} {path}: {exc}") from exc
     try:

@@ -7,7 +7,11 @@ taken relative to the process's working directory, and :func:`os.path.realpath` 
 Writes (``write_file``, ``patch``) are refused
 
 * to system locations (``/etc``, ``/usr``, ``/bin``, ``/proc``, ``/var/lib`` …, see :data:`SYSTEM_DIRS`);
-* to hermes's own ``config.yaml``, ``.env`` and ``auth.json`` (:meth:`HermesPaths.protected_files`);
+* to hermes's own ``config.yaml``, ``.env`` and ``auth.json`` (:meth:`HermesPaths.protected_files`),
+  and to the parts of HERMES_HOME hermes loads or runs later — ``plugins/``, ``skills/``,
+  ``memories/``, ``cron/``, its databases and logs (:func:`~hermes.tools.sensitive.hermes_state_location`),
+  whatever the allowed roots say;
+* to a repository's ``.git/config``, ``.git/hooks/…`` or a ``.git`` file (what they name runs with git);
 * to credential stores in any user's home folder (``.ssh`` anywhere, ``~/.aws``, ``~/.gnupg``,
   ``~/.netrc`` …);
 * to start-up files of any user's home folder — shell and login files (``~/.bashrc``, ``~/.profile``,
@@ -39,6 +43,8 @@ from hermes.tools.context import session_of
 from hermes.tools.sensitive import (
     Identities,
     credential_store,
+    git_exec_location,
+    hermes_state_location,
     home_dot_location,
     protected_hermes_file,
     sensitive_for_reading,
@@ -204,6 +210,14 @@ def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: s
             f"'{field}': writing {path} is not allowed{via}: it is hermes's own {protected.name}; "
             "change settings with 'hermes config' instead"
         )
+    state = hermes_state_location(path)
+    if state is not None:
+        raise ToolError(f"'{field}': writing {path} is not allowed{via}: {state} is part of HERMES_HOME that "
+                        "hermes loads or runs later (plugins, skills, memories, cron jobs, databases, logs)")
+    git = git_exec_location(path)
+    if git is not None:
+        raise ToolError(f"'{field}': writing {path} is not allowed{via}: it is git's configuration or a hook "
+                        "(what git runs with every command there); change git settings yourself")
     store = credential_store(path)
     if store is not None:
         raise ToolError(f"'{field}': writing {path} is not allowed{via}: {store} is a credential store")

@@ -301,3 +301,43 @@ def sensitive_for_reading(
     if why is not None:
         return why
     return (identities or Identities()).read_refusal(path, st)
+
+
+# -- what git and hermes run later (never written by the file tools) ---------------------------------
+#: HERMES_HOME folders whose contents hermes loads or runs later (plugins at start-up, skills and
+#: memories into prompts, cron jobs on schedule, its logs), and its database files
+HERMES_STATE_DIRS = ("plugins", "skills", "memories", "cron", "toolgateway", "logs", "kanban/logs",
+                     "kanban/attachments")
+HERMES_STATE_FILES = ("state.db", "kanban.db")
+
+
+def git_exec_location(path: Path) -> Path | None:
+    """The git configuration or hook that ``path`` is or lies in — ``.git/config``,
+    ``.git/config.worktree``, ``.git/hooks/…`` (also of linked worktrees and submodules), or a ``.git``
+    file (which can point git at another config) — else None: what they name runs with git commands."""
+    parts = path.parts
+    if path.name == ".git" and not path.is_dir():
+        return path
+    if ".git" not in parts[:-1]:
+        return None
+    inner = parts[len(parts) - parts[::-1].index(".git"):]
+    if path.name in ("config", "config.worktree") or "hooks" in inner[:-1]:
+        return path
+    return None
+
+
+def hermes_state_location(path: Path) -> Path | None:
+    """The folder or file of HERMES_HOME that ``path`` is or lies in and that hermes loads or runs later
+    (:data:`HERMES_STATE_DIRS`, :data:`HERMES_STATE_FILES` and their ``-wal``/``-shm``/``.wake``
+    companions), else None. A worker's scratch workspace (``kanban/workspaces``) is not one of them."""
+    home = _real(HermesPaths.current().home)
+    if not _inside(path, home) or path == home:
+        return None
+    rel = str(path)[len(str(home)) + 1:]
+    for folder in HERMES_STATE_DIRS:
+        if _inside(rel, folder):
+            return home / folder
+    first = rel.split("/", 1)[0]
+    if any(first == name or first.startswith((f"{name}-", f"{name}.")) for name in HERMES_STATE_FILES):
+        return home / first
+    return None

@@ -74,6 +74,8 @@ KANBAN_WORKER = (
     "kanban_show", "kanban_complete", "kanban_block", "kanban_heartbeat", "kanban_comment", "kanban_attach",
     "kanban_attach_url", "kanban_attachments", "kanban_request_review",
 )
+#: tools whose effect outlives a kanban worker's run: never offered on the kanban surface
+KANBAN_PERSISTENT = ("cronjob_manage", "skill_manage", "memory")
 KANBAN_BOARD = ("kanban_list", "kanban_create", "kanban_link", "kanban_unblock", "kanban_review")
 DESKTOP_UI = (
     "read_terminal", "close_terminal", "desktop_preview", "drive_preview", "annotate_preview",
@@ -166,8 +168,10 @@ SURFACE_BUNDLES: dict[Surface, str] = {
 #: Tools a surface never gets, whatever its toolsets say.
 SURFACE_EXCLUDED_TOOLS: dict[Surface, frozenset[str]] = {
     Surface.CRON: frozenset({"cronjob_manage"}),
-    # a kanban worker has the lifecycle tools of its own task, never the board tools (TS-7)
-    Surface.KANBAN: frozenset(KANBAN_BOARD),
+    # a kanban worker has the lifecycle tools of its own task, never the board tools (TS-7), and nothing
+    # that outlives its run: no cron jobs (which could be given the board tools), no skills or memories
+    # that later sessions load (a task body is model-written input)
+    Surface.KANBAN: frozenset({*KANBAN_BOARD, *KANBAN_PERSISTENT}),
 }
 
 

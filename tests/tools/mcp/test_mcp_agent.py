@@ -11,7 +11,7 @@ from hermes.agent.events import RecordingSink
 from hermes.agent.session import new_agent
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.toolsets import Surface
-from tools.mcp.conftest import McpHome, flaky_command, stdio
+from tools.mcp.conftest import McpHome, flaky_command, stdio, unwrap
 
 
 def test_a_session_offers_and_calls_an_mcp_tool(mcp_home: McpHome, model_server: Any) -> None:
@@ -30,4 +30,4 @@ def test_a_session_offers_and_calls_an_mcp_tool(mcp_home: McpHome, model_server:
     result = agent.run_turn("echo something")
     assert result.final == "done"
     tool_message = next(m for m in agent.messages if m["role"] == "tool")
-    assert json.loads(tool_message["content"])["result"] == "through the agent"
+    assert unwrap(json.loads(tool_message["content"])["result"]) == "through the agent"

@@ -75,3 +75,33 @@ def test_results_keep_text_files_and_resources(tmp_path: Path) -> None:
     failed = convert_result({"content": [{"type": "text", "text": "no such zone"}], "is_error": True},
                             server="s", tool="t", media_dir=None)
     assert failed == {"error": "MCP server 's' tool 't' failed: no such zone"}
+
+
+def test_media_over_the_cap_is_never_decoded_nor_stored(tmp_path: Path) -> None:
+    big = base64.b64encode(b"\x89PNG" + b"\0" * 5000).decode()
+    out = convert_result({"content": [{"type": "image", "data": big, "mime_type": "image/png"},
+                                      {"type": "resource", "resource": {"uri": "x:b", "blob": big}}]},
+                         server="s", tool="t", media_dir=tmp_path, max_media_bytes=1000)
+    assert all("at most 1000" in f["error"] and "path" not in f for f in out["files"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_media_folder_is_pruned_oldest_first(tmp_path: Path) -> None:
+    import os
+
+    for i in range(6):
+        data = base64.b64encode(f"file {i}".encode()).decode()
+        out = convert_result({"content": [{"type": "image", "data": data, "mime_type": "image/png"}]},
+                             server="s", tool="t", media_dir=tmp_path, max_media_files=3)
+        os.utime(out["files"][0]["path"], (1000 + i, 1000 + i))
+    kept = sorted(p.read_bytes() for p in tmp_path.iterdir())
+    assert len(kept) <= 3 and b"file 5" in kept and b"file 0" not in kept
+
+
+def test_server_names_that_extend_one_another_are_ambiguous() -> None:
+    from hermes.connectors.mcp.names import ambiguous
+
+    assert ambiguous("a", ["a", "a_b"]) and ambiguous("a_b", ["a", "a_b"])
+    assert not ambiguous("a", ["a", "ab", "a-b", "b_a"])
+    assert all(n.endswith(tuple("0123456789abcdef")) and n != "mcp_a_c"
+               for n in function_names("a", ["c"], all_suffixed=True).values())

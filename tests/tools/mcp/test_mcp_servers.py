@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.mcp.conftest import McpHome, flaky_command, garbage_command, stdio, time_server_command
+from tools.mcp.conftest import McpHome, flaky_command, garbage_command, stdio, time_server_command, unwrap
 
 
 def call(home: McpHome, reg: object, name: str, args: dict[str, object]) -> dict[str, object]:
@@ -56,7 +56,7 @@ def test_the_last_listing_is_offered_before_the_server_answers(mcp_home: McpHome
     reg = mcp_home.load()  # a new process: the server is starting, its tools are there already
     assert mcp_home.manager.states()["flaky"].status == "connecting"
     assert "mcp_flaky_echo" in reg.names()
-    assert call(mcp_home, reg, "mcp_flaky_echo", {"text": "early"})["result"] == "early"
+    assert unwrap(call(mcp_home, reg, "mcp_flaky_echo", {"text": "early"})["result"]) == "early"
 
 
 def test_streamable_http_with_headers_and_an_image(mcp_home: McpHome, http_server: object,
@@ -71,7 +71,7 @@ def test_streamable_http_with_headers_and_an_image(mcp_home: McpHome, http_serve
     assert states["web"].status == "ready", states["web"]
     assert states["locked"].status != "ready" and states["locked"].error
     reg = mcp_home.load()
-    assert call(mcp_home, reg, "mcp_web_add", {"a": 2, "b": 3})["result"] == "5"
+    assert unwrap(call(mcp_home, reg, "mcp_web_add", {"a": 2, "b": 3})["result"]) == "5"
     picture = call(mcp_home, reg, "mcp_web_pixel", {})
     (file,) = picture["files"]
     assert file["mime_type"] == "image/png" and Path(file["path"]).read_bytes().startswith(b"\x89PNG")
@@ -91,8 +91,13 @@ def test_a_server_that_crashes_mid_call_is_reconnected(mcp_home: McpHome) -> Non
     reg = mcp_home.load()
     crashed = call(mcp_home, reg, "mcp_flaky_crash", {})
     assert "MCP server 'flaky'" in crashed["error"]
+    # the server's stderr log is private (it may hold what the server printed about its tokens)
+    import stat
+
+    log = mcp_home.home / "logs" / "mcp" / "flaky.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600 and stat.S_IMODE(log.parent.stat().st_mode) == 0o700
     # the next call waits for the reconnection and works
-    assert call(mcp_home, reg, "mcp_flaky_echo", {"text": "back"})["result"] == "back"
+    assert unwrap(call(mcp_home, reg, "mcp_flaky_echo", {"text": "back"})["result"]) == "back"
 
 
 def test_a_server_that_hangs_times_out_and_keeps_serving(mcp_home: McpHome) -> None:
@@ -102,7 +107,7 @@ def test_a_server_that_hangs_times_out_and_keeps_serving(mcp_home: McpHome) -> N
     reg = mcp_home.load()
     hung = call(mcp_home, reg, "mcp_flaky_hang", {})
     assert hung["error"] == "MCP server 'flaky' did not answer 'hang' within 2 s"
-    assert call(mcp_home, reg, "mcp_flaky_add", {"a": 1, "b": 1})["result"] == "2"
+    assert unwrap(call(mcp_home, reg, "mcp_flaky_add", {"a": 1, "b": 1})["result"]) == "2"
 
 
 def test_malformed_frames_end_in_an_error_naming_the_server(mcp_home: McpHome) -> None:
@@ -130,9 +135,9 @@ def test_include_exclude_and_the_environment(mcp_home: McpHome, monkeypatch: pyt
     assert mcp_home.settle("flaky")["flaky"].status == "ready"
     reg = mcp_home.load()
     assert sorted(n for n in reg.names() if n.startswith("mcp_")) == ["mcp_flaky_echo", "mcp_flaky_env_value"]
-    assert call(mcp_home, reg, "mcp_flaky_env_value", {"name": "GREETING"})["result"] == "hello"
+    assert unwrap(call(mcp_home, reg, "mcp_flaky_env_value", {"name": "GREETING"})["result"]) == "hello"
     # the child gets a small safe environment, never this process's secrets
-    assert call(mcp_home, reg, "mcp_flaky_env_value", {"name": "HERMES_TEST_API_KEY"})["result"] == "<unset>"
+    assert unwrap(call(mcp_home, reg, "mcp_flaky_env_value", {"name": "HERMES_TEST_API_KEY"})["result"]) == "<unset>"
     assert "PATH" in os.environ
 
 
@@ -144,3 +149,19 @@ def test_a_removed_server_takes_its_tools_away(mcp_home: McpHome) -> None:
     reg = mcp_home.load()
     assert not [n for n in reg.names() if n.startswith("mcp_flaky")]
     assert "flaky" not in mcp_home.manager.states()
+
+
+def test_servers_whose_names_could_meet_get_suffixed_names_whatever_the_order(mcp_home: McpHome) -> None:
+    from hermes.connectors.mcp.names import function_name
+
+    # "fl" + tool "x_echo" and "fl_x" + tool "echo" would both be mcp_fl_x_echo: neither gets a plain name
+    mcp_home.configure({"fl": stdio(flaky_command()), "fl_x": stdio(flaky_command())})
+    mcp_home.load()
+    assert {s.status for s in mcp_home.settle("fl", "fl_x").values()} == {"ready"}
+    names = {n for n in mcp_home.load().names() if n.startswith("mcp_")}
+    assert function_name("fl", "echo", suffixed=True) in names
+    assert function_name("fl_x", "echo", suffixed=True) in names
+    assert not names & {"mcp_fl_echo", "mcp_fl_x_echo"}
+    # a server alone keeps its plain names
+    mcp_home.configure({"fl": stdio(flaky_command())})
+    assert "mcp_fl_echo" in mcp_home.load().names()

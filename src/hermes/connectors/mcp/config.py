@@ -32,6 +32,7 @@ from typing import Any
 
 from hermes.config.reader import ConfigReader
 from hermes.errors import ConfigError
+from hermes.redact import MASK, is_secret_name, redact
 
 #: a server's name: what the tool names and the CLI use
 NAME_RULE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,47}$")
@@ -62,6 +63,10 @@ class McpServerConfig:
     exclude: tuple[str, ...] = ()
     #: values filled in from the environment, and every env/header value: masked wherever shown
     secrets: tuple[str, ...] = ()
+    #: what is masked in the server's own results: values filled in from the environment, header
+    #: values, and env values that look like keys (a secret-looking name, or 16+ characters with a
+    #: digit) — not every env value, so ``TZ: Europe/Paris`` does not blank the time server's answers
+    result_secrets: tuple[str, ...] = ()
 
     def wants(self, tool: str) -> bool:
         """Whether the include/exclude lists let ``tool`` through."""
@@ -76,10 +81,29 @@ class McpServerConfig:
         return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
     def describe(self) -> str:
-        """Where the server is, for people (never with env or header values)."""
+        """Where the server is, for people: never with env or header values, and every secret value
+        (one filled in from the environment, or written in args or the URL) masked."""
         if self.transport == "stdio":
-            return " ".join([self.command or "", *self.args]).strip()
-        return f"{self.url} ({'SSE' if self.transport == 'sse' else 'Streamable HTTP'})"
+            where = " ".join([self.command or "", *_masked_flags(self.args)]).strip()
+        else:
+            where = f"{self.url} ({'SSE' if self.transport == 'sse' else 'Streamable HTTP'})"
+        return redact(where, self.secrets)
+
+
+def _masked_flags(args: tuple[str, ...]) -> list[str]:
+    """``args`` with the value of every secret-looking flag masked (``--api-key X``, ``--token=X``)."""
+    out: list[str] = []
+    hide_next = False
+    for arg in args:
+        flag, eq, _value = arg.partition("=")
+        if hide_next:
+            out.append(MASK)
+        elif eq and flag.startswith("-") and is_secret_name(flag.lstrip("-").replace("-", "_")):
+            out.append(f"{flag}={MASK}")
+        else:
+            out.append(arg)
+        hide_next = arg.startswith("-") and not eq and is_secret_name(arg.lstrip("-").replace("-", "_"))
+    return out
 
 
 def _fill(text: str, lookup: EnvLookup, where: str, filled: list[str]) -> str:
@@ -102,7 +126,6 @@ def _string_map(reader: ConfigReader, key: str, lookup: EnvLookup, filled: list[
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise reader.fail(f"{key}.{name}", "must be a string")
         out[str(name)] = _fill(str(value), lookup, reader.name(f"{key}.{name}"), filled)
-    filled.extend(out.values())
     return out
 
 
@@ -133,17 +156,26 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
     cwd = reader.text("cwd")
     tools = reader.table("tools")
     include = tools.strings("include", ()) if tools.value("include") is not None else None
+    env = _string_map(reader, "env", lookup, filled)
+    headers = _string_map(reader, "headers", lookup, filled)
+    from_env = list(filled)
+    filled.extend([*env.values(), *headers.values()])
+    keyish = [v for k, v in env.items() if is_secret_name(k) or (len(v) >= 16 and any(c.isdigit() for c in v))]
     return McpServerConfig(
-        name=name, transport=transport, command=command, args=args,
-        env=_string_map(reader, "env", lookup, filled),
+        name=name, transport=transport, command=command, args=args, env=env,
         cwd=_fill(cwd, lookup, reader.name("cwd"), filled) if cwd else None,
-        url=url, headers=_string_map(reader, "headers", lookup, filled),
+        url=url, headers=headers,
+        result_secrets=_longest_first([*from_env, *headers.values(), *keyish]),
         enabled=reader.flag("enabled", True),
         timeout=reader.number("timeout", DEFAULT_CALL_TIMEOUT, minimum=1, maximum=3600),
         connect_timeout=reader.number("connect_timeout", DEFAULT_CONNECT_TIMEOUT, minimum=1, maximum=600),
         include=include, exclude=tools.strings("exclude", ()),
-        secrets=tuple(sorted({v for v in filled if len(v) >= 4}, key=len, reverse=True)),
+        secrets=_longest_first(filled),
     )
+
+
+def _longest_first(values: list[str]) -> tuple[str, ...]:
+    return tuple(sorted({v for v in values if len(v) >= 4}, key=len, reverse=True))
 
 
 @dataclass(frozen=True)

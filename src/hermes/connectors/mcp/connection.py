@@ -23,7 +23,9 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
+from hermes.connectors.mcp.schema import MAX_TOOLS_PER_SERVER
 from hermes.connectors.mcp.state import (
     FAILED,
     READY,
@@ -177,8 +179,7 @@ class Connection:
         if self.config.transport != "stdio" or self._log_dir is None:
             yield None
             return
-        self._log_dir.mkdir(parents=True, exist_ok=True)
-        with open(self._log_dir / f"{self.config.name}.log", "a", encoding="utf-8") as handle:
+        with open_private_log(self._log_dir / f"{self.config.name}.log") as handle:  # 0600 in a 0700 folder
             yield handle
 
     def _transport(self, errlog: TextIO | None) -> Any:
@@ -207,12 +208,17 @@ class Connection:
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
                 if self.config.wants(tool.name):
-                    schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-                    tools.append(McpTool(tool.name, tool.description or "", {"type": "object", **schema}))
+                    listed = McpTool.listed(tool.name, tool.description or "", tool.input_schema,
+                                            server=self.config.name)
+                    if listed is not None:
+                        tools.append(listed)
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or len(tools) >= MAX_TOOLS_PER_SERVER:
                 break
-        return tuple(tools)
+        if len(tools) > MAX_TOOLS_PER_SERVER:
+            logger.warning("MCP server %s lists %d tools; the first %d are offered", self.config.name,
+                           len(tools), MAX_TOOLS_PER_SERVER)
+        return tuple(tools[:MAX_TOOLS_PER_SERVER])
 
     async def _on_message(self, message: Any) -> None:
         """A server's ``notifications/tools/list_changed`` refreshes the listing."""

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
 from hermes.connectors.mcp.connection import Connection
 from hermes.connectors.mcp.state import CONNECTING, DISABLED, ServerState, StateFiles
@@ -185,8 +186,7 @@ def _sdk_logs_to(folder: Path) -> None:
     if any(getattr(h, "hermes_mcp", False) for h in sdk.handlers):
         return
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(folder / "sdk.log", delay=True, encoding="utf-8")
+        handler: logging.Handler = logging.StreamHandler(open_private_log(folder / "sdk.log"))
     except OSError:
         handler = logging.NullHandler()
     handler.hermes_mcp = True  # type: ignore[attr-defined]

@@ -34,10 +34,19 @@ def function_name(server: str, tool: str, *, suffixed: bool = False) -> str:
     return name[: MAX_NAME - len(tail)] + tail
 
 
-def function_names(server: str, tools: Iterable[str], taken: Iterable[str] = ()) -> dict[str, str]:
-    """``tool → function name`` for one server's tools; names in ``taken`` (other tools) are avoided."""
+def ambiguous(server: str, others: Iterable[str]) -> bool:
+    """Whether ``server``'s names could be another server's: one name extends the other with ``_`` (``a``
+    and ``a_b``: ``mcp_a_b_c`` is tool ``b_c`` of one or ``c`` of the other). Such servers' tools all get
+    the digest suffix, so which tool a name means never depends on which listing arrived first."""
+    return any(o != server and (o.startswith(f"{server}_") or server.startswith(f"{o}_")) for o in others)
+
+
+def function_names(server: str, tools: Iterable[str], taken: Iterable[str] = (), *,
+                   all_suffixed: bool = False) -> dict[str, str]:
+    """``tool → function name`` for one server's tools; names in ``taken`` (other tools) are avoided;
+    ``all_suffixed``: every name gets the digest (see :func:`ambiguous`)."""
     tools = list(dict.fromkeys(tools))
     plain = {tool: function_name(server, tool) for tool in tools}
     clashing = {n for n in plain.values() if list(plain.values()).count(n) > 1} | set(taken)
-    return {tool: function_name(server, tool, suffixed=True) if name in clashing else name
+    return {tool: function_name(server, tool, suffixed=True) if all_suffixed or name in clashing else name
             for tool, name in plain.items()}

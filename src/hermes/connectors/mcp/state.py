@@ -13,12 +13,16 @@ process. :class:`StateFiles` keeps the last listing and state per server in
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hermes.config.atomic import atomic_write
+from hermes.connectors.mcp.schema import UnsafeSchema, safe_description, safe_input_schema
+
+logger = logging.getLogger(__name__)
 
 #: a server's life in this process
 CONNECTING, READY, RECONNECTING, FAILED, DISABLED, STOPPED = (
@@ -37,13 +41,27 @@ class McpTool:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 
     @classmethod
+    def listed(cls, name: str, description: str, schema: Any, *, server: str = "") -> McpTool | None:
+        """A tool as a server lists it, made safe to use (:mod:`~hermes.connectors.mcp.schema`): remote
+        references removed, the description cleaned; None (logged) when its schema is unusable."""
+        try:
+            clean, dropped = safe_input_schema(schema)
+        except UnsafeSchema as exc:
+            logger.warning("MCP server %s: tool %s left out: %s", server, name[:100], exc)
+            return None
+        if dropped:
+            logger.warning("MCP server %s: tool %s: remote schema references removed (never fetched): %s",
+                           server, name[:100], ", ".join(dropped[:5]))
+        return cls(name, safe_description(description), clean)
+
+    @classmethod
     def from_json(cls, data: Any) -> McpTool | None:
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             return None
         schema = data.get("input_schema")
         if not isinstance(schema, dict) or schema.get("type", "object") != "object":
             schema = {"type": "object", "properties": {}}
-        return cls(data["name"], str(data.get("description") or ""), schema)
+        return cls.listed(data["name"], str(data.get("description") or ""), schema)
 
 
 @dataclass

@@ -201,6 +201,21 @@ _HANDLERS: dict[str, Callable[[CronStore, _Call], dict[str, Any]]] = {
 }
 
 
+def _refuse_board_tools(toolsets: Any) -> None:
+    """A job a model schedules never gets the kanban board tools: it would create tasks on every run,
+    long after the session that scheduled it (a person can still give them with ``hermes cron``)."""
+    if not isinstance(toolsets, list) or not all(isinstance(t, str) for t in toolsets):
+        return  # the job checks report the malformed value
+    from hermes.tools.toolsets import KANBAN_BOARD, TOOLSETS, Surface, resolve_toolsets
+
+    known = [t for t in toolsets if t in TOOLSETS or t == "all"]
+    tools = set(resolve_toolsets(Surface.CRON, known, registered=registry.toolsets()).tools) if known else set()
+    if tools & set(KANBAN_BOARD):
+        raise ToolError(f"toolsets {toolsets!r:.200} would give the scheduled job the kanban board tools "
+                        "(kanban_create …); a job scheduled by an agent may not have them — leave out "
+                        "'kanban' (and 'all'), or ask the person to add it with 'hermes cron'")
+
+
 def cronjob_manage(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     """The tool's handler: check the action's arguments, then act on the cron store of HERMES_HOME."""
     from hermes.config.paths import HermesPaths
@@ -215,6 +230,8 @@ def cronjob_manage(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     if extra:
         used = ", ".join(f"'{k}'" for k in sorted(ALLOWED[action])) or "no other arguments"
         raise ToolArgumentError(f"'{extra[0]}' is not used by action '{action}' (it takes {used})")
+    if action in ("create", "update"):
+        _refuse_board_tools(args.get("toolsets"))
     settings = session.settings if session is not None else None
     path = settings.paths.database if settings is not None else HermesPaths.current().database
     from hermes.tools.session import ToolSession

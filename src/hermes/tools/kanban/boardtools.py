@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hermes.errors import ToolError
 from hermes.store.kanban.states import STATUSES
 from hermes.tools.kanban import author, not_a_worker, open_board, require_orchestrator
 from hermes.tools.registry import registry
@@ -26,14 +27,38 @@ def _list(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     return {"tasks": shown, "count": len(shown), "truncated": len(tasks) > limit}
 
 
+def _workspace_path(args: dict[str, Any], kw: dict[str, Any]) -> str | None:
+    """A model-given ``workspace_path`` (dir or worktree), resolved: refused inside HERMES_HOME (a worker
+    there could plant a plugin loaded at start-up) and wherever the file tools may not write (a home
+    dot-folder, a start-up or system location, outside ``file.allowed_roots``)."""
+    raw = args.get("workspace_path")
+    if not raw or args.get("workspace_kind", "scratch") == "scratch":
+        return str(raw) if raw else None
+    import os
+
+    from hermes.config.paths import HermesPaths
+    from hermes.tools.paths import check_write, resolve_path
+
+    if not os.path.isabs(raw):
+        raise ToolError("'workspace_path' must be an absolute path")
+    path = resolve_path(raw, "workspace_path")
+    home = resolve_path(str(HermesPaths.current().home), "HERMES_HOME")
+    if path == home or home in path.parents:
+        raise ToolError(f"'workspace_path': {path} lies inside HERMES_HOME ({home}), whose plugins and settings "
+                        "hermes loads; give a project folder")
+    check_write(path, kw, field="workspace_path")
+    return str(path)
+
+
 def _create(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     require_orchestrator("kanban_create")
+    workspace_path = _workspace_path(args, kw)
     with open_board(kw) as board:
         task, created = board.create(
             args["title"], created_by=author(), actor="orchestrator", assignee=args.get("assignee"),
             body=args.get("body", ""), priority=args.get("priority", 0), parents=args.get("parents", []),
             triage=bool(args.get("triage")), idempotency_key=args.get("idempotency_key"),
-            workspace_kind=args.get("workspace_kind", "scratch"), workspace_path=args.get("workspace_path"))
+            workspace_kind=args.get("workspace_kind", "scratch"), workspace_path=workspace_path)
     return {"ok": True, "task_id": task.id, "status": task.status, "created": created}
 
 
@@ -93,7 +118,9 @@ CREATE_SCHEMA: dict[str, Any] = {
         "workspace_kind": {"type": "string", "enum": ["scratch", "dir", "worktree"],
                            "description": "scratch (a fresh folder, default), dir (workspace_path itself) or "
                                           "worktree (a git worktree of the repository at workspace_path)."},
-        "workspace_path": {"type": "string", "maxLength": 4000, "description": "Absolute path for dir/worktree."},
+        "workspace_path": {"type": "string", "maxLength": 4000,
+                           "description": "Absolute path for dir/worktree: a folder the file tools may write "
+                                          "(inside file.allowed_roots, never HERMES_HOME or a home dot-folder)."},
     }, "required": ["title"], "additionalProperties": False},
 }
 LINK_SCHEMA: dict[str, Any] = {

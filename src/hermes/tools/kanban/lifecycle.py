@@ -14,6 +14,7 @@ from typing import Any
 from hermes.errors import HermesError, ToolError
 from hermes.tools.kanban import author, open_board, role, target_task
 from hermes.tools.registry import registry
+from hermes.tools.untrusted import mark_untrusted
 
 TOOLSET = "kanban"
 _TASK_ID = {"type": "string", "maxLength": 64,
@@ -35,18 +36,43 @@ def _schema(name: str, description: str, properties: dict[str, Any], required: t
     }
 
 
+def _marked(source: str, text: Any) -> Any:
+    """``text`` (when it is text) between the untrusted-content lines naming who wrote it."""
+    return mark_untrusted(source, text) if isinstance(text, str) and text else text
+
+
+def _task_view(task: Any) -> dict[str, Any]:
+    """A task for the model: the words its workers and blockers wrote are marked as data."""
+    view: dict[str, Any] = task.to_dict()
+    by = task.assignee or "its worker"
+    view["result"] = _marked(f"kanban task {task.id} by {by}", view.get("result"))
+    view["block_reason"] = _marked(f"kanban task {task.id} block reason", view.get("block_reason"))
+    return view
+
+
 def _show(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    """The task and what surrounds it. Everything another agent or person wrote — comments, parents'
+    results, runs' summaries, block reasons, event notes — is marked untrusted, naming its author: a
+    worker reads it as data, never as instructions (its own task is given in its prompt)."""
     task_id = target_task("kanban_show", args)
     with open_board(kw) as board:
         task = board.get(task_id)
+        comments = [c.to_dict() | {"body": _marked(f"kanban comment by {c.author}", c.body)}
+                    for c in board.comments(task_id)]
+        runs = [r.to_dict() | {"summary": _marked(f"kanban run {r.id} by {r.profile or 'a worker'}", r.summary),
+                               "error": _marked(f"kanban run {r.id} error", r.error)}
+                for r in board.runs(task_id)]
+        events = [e.to_dict() | {"payload": {k: _marked(f"kanban event by {e.author}", v)
+                                             for k, v in e.payload.items()}}
+                  for e in board.events(task_id, limit=50)]
         return {
-            "task": task.to_dict(),
-            "parents": [board.get(p).to_dict() | {"body": None} for p in board.parents(task_id)],
+            "task": _task_view(task) | {"body": task.body},
+            "parents": [_task_view(board.get(p)) | {"body": None} for p in board.parents(task_id)],
             "children": board.children(task_id),
-            "comments": [c.to_dict() for c in board.comments(task_id)],
+            "comments": comments,
             "attachments": [a.to_dict() for a in board.attachments(task_id)],
-            "runs": [r.to_dict() for r in board.runs(task_id)],
-            "events": [e.to_dict() for e in board.events(task_id, limit=50)],
+            "runs": runs,
+            "events": events,
         }
 
 

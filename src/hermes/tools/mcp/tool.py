@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.connectors.mcp.config import McpServerConfig, McpSettings, read_servers
-from hermes.connectors.mcp.names import function_names
+from hermes.connectors.mcp.names import ambiguous, function_names
+from hermes.connectors.mcp.schema import safe_description
 from hermes.connectors.mcp.state import DISABLED, FAILED, READY, STOPPED, McpTool, ServerState
-from hermes.errors import ToolArgumentError
+from hermes.redact import redact
+from hermes.tools.untrusted import mark_untrusted
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
@@ -35,7 +37,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TOOLSET_PREFIX = "mcp-"
-MAX_DESCRIPTION = 1024
 
 
 def mcp_settings(settings: Settings) -> McpSettings:
@@ -47,13 +48,28 @@ def toolset_of(server: str) -> str:
     return f"{TOOLSET_PREFIX}{server}"
 
 
-def _check_arguments(validator: Any, args: dict[str, Any]) -> None:
-    errors = sorted(validator.iter_errors(args), key=lambda e: (len(e.path), str(e.message)))
-    if not errors:
-        return
-    first = errors[0]
-    where = ".".join(str(p) for p in first.absolute_path) or "arguments"
-    raise ToolArgumentError(f"'{where}': {first.message}")
+def _masked(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {k: _masked(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v, secrets) for v in value]
+    return value
+
+
+def _as_untrusted(out: dict[str, Any], source: str, secrets: tuple[str, ...]) -> dict[str, Any]:
+    """A server's answer as data for the model: its text between the untrusted-content lines naming
+    ``mcp:SERVER/TOOL``, and every string masked with the server's own secrets (its env and header
+    values, which the session's finish step does not know)."""
+    out = _masked(out, secrets)
+    for key in ("result", "error"):
+        if out.get(key):
+            out[key] = mark_untrusted(source, out[key])
+    for resource in out.get("resources") or ():
+        if isinstance(resource.get("text"), str):
+            resource["text"] = mark_untrusted(source, resource["text"])
+    return out
 
 
 class _Binding:
@@ -78,7 +94,8 @@ class _Binding:
             chosen = [t for t in tools if config.wants(t.name)]
             others = {n for s, names in self.registered.items() for n in names} | {
                 n for n in self.reg.names() if n not in old and not n.startswith("mcp_")}
-            names = function_names(server, [t.name for t in chosen], taken=others)
+            names = function_names(server, [t.name for t in chosen], taken=others,
+                                   all_suffixed=ambiguous(server, self.configs))
             for name in old:  # a new listing replaces the old entries (no "registered again" warning)
                 self.reg.unregister(name)
             for tool in chosen:
@@ -88,27 +105,24 @@ class _Binding:
     def _register(self, config: McpServerConfig, tool: McpTool, name: str) -> None:
         server = config.name
         manager, media_dir = self.manager, self.media_dir
-        description = (tool.description or f"the {tool.name} tool").strip()
-        if len(description) > MAX_DESCRIPTION:
-            description = description[: MAX_DESCRIPTION - 1] + "…"
+        description = safe_description(tool.description) or f"the {tool.name} tool"
         schema = {"name": name, "description": f"{description} (MCP server '{server}', tool '{tool.name}')",
                   "parameters": tool.input_schema}
         validator: list[Any] = []
 
         def handler(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             from hermes.connectors.mcp.results import convert_result
+            from hermes.tools.mcp.schemas import argument_validator, check_arguments
 
             if not validator:
-                import jsonschema
-
-                cls = jsonschema.validators.validator_for(tool.input_schema, jsonschema.Draft202012Validator)
-                validator.append(cls(tool.input_schema))
+                validator.append(argument_validator(tool.input_schema))
             # an explicit null for an optional argument means "not given" (as for every hermes tool)
             required = set(tool.input_schema.get("required") or ())
             sent = {k: v for k, v in args.items() if v is not None or k in required}
-            _check_arguments(validator[0], sent)
+            check_arguments(validator[0], sent)
             result = manager.call(server, tool.name, sent)
-            return convert_result(result, server=server, tool=tool.name, media_dir=media_dir)
+            converted = convert_result(result, server=server, tool=tool.name, media_dir=media_dir)
+            return _as_untrusted(converted, f"mcp:{server}/{tool.name}", config.result_secrets)
 
         def available() -> bool:
             state = manager.states().get(server)
