@@ -22,6 +22,7 @@ PATTERNS: dict[str, tuple[Level, str]] = {
     "fork_bomb": ("floor", "fork bomb"),
     "shutdown": ("floor", "shutting down, halting or rebooting the machine"),
     "chmod_root": ("floor", "recursive permission or ownership change of / or a top-level system directory"),
+    "too_large": ("floor", "command too large to inspect (tens of thousands of words): put it in a script file"),
     # -- dangerous: asked, or allowed by configuration -------------------------------------------
     "rm_recursive": ("dangerous", "recursive delete"),
     "rm_glob": ("dangerous", "delete with a glob over a broad directory"),
