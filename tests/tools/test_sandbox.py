@@ -174,6 +174,35 @@ def test_other_users_homes_the_hosts_tmp_and_processes_are_hidden(ws: Path) -> N
     assert processes < 5  # bwrap's init, bash and the pipeline
 
 
+def test_secrets_in_the_environment_do_not_reach_the_command(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``env`` inside the sandbox: variables whose name or value holds a secret are gone, unless the person
+    listed them in terminal.env_passthrough; everything else is still there."""
+    secrets = {
+        "DATABASE_URL": "postgres://app:db-pass-4711@127.0.0.1:5432/app",
+        "SENTRY_DSN": "https://key4711@127.0.0.1/1",
+        "PGPASSWORD": "pg-pass-4711",
+        "MYSQL_PWD": "my-pass-4711",
+        "UPSTREAM": "https://bot:url-pass-4711@127.0.0.1/hook",
+        "DEPLOY_TOKEN": "token-4711-abcdef",
+        "STRIPE_SECRET": "secret-4711-abcdef",
+        "OPENAI_API_KEY": SECRET,
+        "MODEL_KEY_COPY": SECRET,  # a provider key under a harmless name
+        "SOME_SETTING": "sk-ant-api03-4711abcdefghijklmnopqrstuv",  # shaped like a key
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REPORT_LEVEL", "verbose-4711")
+    r = term({"command": "env", "workdir": str(ws)})
+    assert r.get("sandbox") == "workspace-write" and r["exit_code"] == 0, r
+    names = {line.split("=", 1)[0] for line in r["output"].splitlines() if "=" in line}
+    assert not names & set(secrets), names & set(secrets)
+    assert "4711" not in r["output"].replace("verbose-4711", ""), r["output"]
+    assert "REPORT_LEVEL" in names and "PATH" in names and "HOME" in names
+    _config(ws, "terminal:\n  env_passthrough: [DATABASE_URL]\n")
+    allowed = term({"command": "env", "workdir": str(ws)})
+    assert "DATABASE_URL=" in allowed["output"] and "PGPASSWORD" not in allowed["output"]
+
+
 def test_network_is_off(ws: Path, server: LoopbackServer) -> None:
     r = term({"command": _connect(server.port), "workdir": str(ws)})
     assert r["exit_code"] != 0 and "CONNECTED" not in r["output"]

@@ -13,7 +13,12 @@ every capability dropped, so the rules hold for root too:
   other users' home folders, the host's ``/tmp`` and ``/run`` (where the sockets of tmux, Docker, D-Bus
   and other daemons live) and the host's processes (a fresh ``/proc``);
 * **no network** unless allowed (``sandbox.network``, or per command after an approval): only a
-  private loopback interface exists.
+  private loopback interface exists;
+* **no secrets in the environment** (:func:`scrub_env`, used for every terminal child, sandboxed or
+  not): variables whose name or value says they hold a secret — ``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
+  ``*PASSWORD*``, ``DATABASE_URL``, ``*_DSN``, ``PGPASSWORD``, a URL with a password, a value shaped
+  like a provider key or equal to one hermes holds — are removed unless ``terminal.env_passthrough``
+  names them.
 
 Modes (``sandbox.mode``): ``workspace-write`` (default), ``read-only`` (only the temp folder is
 writable) and ``full-access`` (no sandbox; only by the person's explicit setting). Where a sandbox
@@ -31,7 +36,7 @@ import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -296,6 +301,47 @@ def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[st
             and not any(_inside(result.workdir, w) for w in result.writable)):
         result.outside = result.workdir
     return result
+
+
+# -- the environment ---------------------------------------------------------------------------------
+#: names that hold secrets although :func:`hermes.redact.is_secret_name` does not say so: database
+#: URLs and DSNs (they carry passwords), client password variables (``PGPASSWORD``, ``MYSQL_PWD``)
+_SECRET_ENV_NAME = re.compile(
+    r"PASSWORD|PASSWD|(?:^|_)(?:PASS|PWD|DSN|AUTH|COOKIE|PAT|PRIVATE_KEY|ACCESS_KEY(?:_ID)?|CONNECTION_STRING)$"
+    r"|(?:^|_)DATABASE_UR[LI]$",
+    re.IGNORECASE,
+)
+#: a URL with a password in it: ``scheme://user:password@host``
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+
+
+def secret_env_reason(name: str, value: str, known: Iterable[str] = ()) -> str | None:
+    """Why the variable ``name=value`` holds a secret (None: it looks harmless). ``known`` are secret
+    values hermes knows (the values of its secret-named variables), so a copy under another name is one too."""
+    from hermes.redact import is_secret_name, redact
+
+    if is_secret_name(name) or _SECRET_ENV_NAME.search(name):
+        return "its name says it holds a secret"
+    if "://" in value and _URL_PASSWORD.search(value):
+        return "its value is a URL with a password"
+    if value in known or (len(value) >= 8 and redact(value) != value):
+        return "its value is a key"
+    return None
+
+
+def scrub_env(source: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """``source`` without the variables that hold secrets (:func:`secret_env_reason`), except the names or
+    shell-style patterns in ``allow`` (``terminal.env_passthrough``: the person's choice)."""
+    import fnmatch
+
+    from hermes.redact import secret_values
+
+    allowed = [p for p in allow if isinstance(p, str) and p]
+    known = frozenset(secret_values(source))
+    return {
+        k: v for k, v in source.items()
+        if secret_env_reason(k, v, known) is None or any(k == p or fnmatch.fnmatchcase(k, p) for p in allowed)
+    }
 
 
 # -- the session's temp folder ------------------------------------------------------------------------
