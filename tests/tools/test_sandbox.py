@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 
 import hermes.tools.code.tool
+import hermes.tools.file.patch
+import hermes.tools.file.write
 import hermes.tools.sandbox
 import hermes.tools.terminal.tool
 from fakes.tool_session import FakeSession, ScriptedSink
@@ -404,3 +406,40 @@ def test_a_home_dot_folder_is_no_workspace(ws: Path, monkeypatch: pytest.MonkeyP
     chosen = sandbox.plan(sandbox.load_policy({}), workdir=str(home / ".config"), temp_dir=str(ws.parent),
                           workspaces=[str(home / ".config"), str(home / "project")])
     assert chosen.refused == [str(home / ".config")] and chosen.writable == [str(home / "project")]
+
+
+# -- file tools: a write where a sandboxed command could not write is an approval ----------------------
+def test_file_writes_outside_the_workspace_ask_while_sandboxed(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    s = _session(ws, "deny", "once", "session")
+    denied = term({"path": str(outside / "a.txt"), "content": "x\n"}, s, tool="write_file")
+    assert "denied" in denied["error"] and not (outside / "a.txt").exists(), denied
+    request = s.sink.asked[0]
+    assert request.kind == "approval" and request.payload["pattern"] == "sandbox_file_write"
+    assert request.payload["command"] == f"write_file {outside / 'a.txt'}"
+    assert "outside the sandbox" in request.payload["reason"]
+    assert term({"path": str(outside / "a.txt"), "content": "x\n"}, s, tool="write_file").get("created") is True
+    assert (outside / "a.txt").read_text() == "x\n"
+    patched = term({"path": str(outside / "a.txt"), "old_string": "x", "new_string": "y"}, s, tool="patch")
+    assert "error" not in patched and (outside / "a.txt").read_text() == "y\n"
+    assert [r.payload["command"].split()[0] for r in s.sink.asked] == ["write_file", "write_file", "patch"]
+    # "session" was the last answer: no more questions for this session
+    assert "error" not in term({"path": str(outside / "b.txt"), "content": "z\n"}, s, tool="write_file")
+    assert len(s.sink.asked) == 3
+    # inside the workspace nothing is asked
+    inside = _session(ws)
+    assert "error" not in term({"path": str(ws / "in.txt"), "content": "i\n"}, inside, tool="write_file")
+    assert inside.sink.asked == []
+
+
+def test_file_writes_outside_without_a_person_say_how_to_allow_them(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    refused = term({"path": str(outside / "c.txt"), "content": "x\n"}, tool="write_file")
+    assert "sandbox_file_write" in refused["error"] and "sandbox.writable_paths" in refused["error"], refused
+    assert not (outside / "c.txt").exists()
+    _config(ws, f"sandbox:\n  writable_paths: [{outside}]\n")
+    assert "error" not in term({"path": str(outside / "c.txt"), "content": "x\n"}, tool="write_file")
+    _config(ws, "sandbox:\n  mode: full-access\n")
+    assert "error" not in term({"path": str(outside / "d.txt"), "content": "x\n"}, tool="write_file")
+    _config(ws, "approvals:\n  allow: [sandbox_file_write]\n")
+    assert "error" not in term({"path": str(outside / "e.txt"), "content": "x\n"}, tool="write_file")

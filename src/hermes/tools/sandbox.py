@@ -273,30 +273,63 @@ def _runtime_folders() -> list[str]:
     return [p for p in dict.fromkeys(_real(f) for f in found) if os.path.isdir(p)]
 
 
+def session_workspace(config: Any) -> str:
+    """The session's working directory: ``terminal.cwd`` from ``config`` (anything with ``get``), else
+    hermes's own."""
+    configured = config.get("terminal.cwd")
+    if isinstance(configured, str) and configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    return os.getcwd()
+
+
+def writable_folders(policy: Policy, workspaces: Iterable[str], extra_writable: Iterable[str] = ()
+                     ) -> tuple[list[str], list[str]]:
+    """(writable, refused): the folders a sandboxed command may write — in ``workspace-write`` mode the
+    ``workspaces`` that are not too broad (the refused ones are the second list) and
+    ``sandbox.writable_paths``; in every mode ``extra_writable`` — resolved, existing ones only. The
+    session's temp folder comes on top."""
+    hermes_home = _real(HermesPaths.current().home)
+    writable: list[str] = []
+    refused: list[str] = []
+    if policy.mode == "workspace-write":
+        for candidate in dict.fromkeys(_real(w) for w in workspaces):
+            if not os.path.isdir(candidate):
+                continue
+            (refused if _too_broad(candidate, hermes_home) else writable).append(candidate)
+        for raw in policy.writable_paths:
+            path = _real(raw)
+            if os.path.exists(path) and path not in writable:
+                writable.append(path)
+    for raw in extra_writable:
+        path = _real(raw)
+        if os.path.exists(path) and path not in writable:
+            writable.append(path)
+    return writable, refused
+
+
+def outside_writable(policy: Policy, path: str | Path, workspaces: Iterable[str], temp_dir: str | Path | None
+                     ) -> bool:
+    """Whether writing ``path`` (resolved) leaves what a sandboxed command could write: the file tools
+    ask first then (:func:`hermes.tools.approvals.approve_file_write`). Never while no sandbox is in force."""
+    if not policy.enabled or not support().available:
+        return False
+    writable, _ = writable_folders(policy, workspaces)
+    if temp_dir:
+        writable.append(_real(temp_dir))
+    target = _real(path)
+    return not any(_inside(target, w) for w in writable)
+
+
 def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[str] = (),
          extra_writable: Iterable[str] = (), network: bool = False, tmpdir: str = _PRIVATE_TMP) -> Plan:
     """The sandbox for one command run in ``workdir``: ``workspaces`` (the session's working directory)
     become writable in ``workspace-write`` mode unless too broad, and so do ``sandbox.writable_paths`` and
     ``extra_writable`` (e.g. ``execute_code``'s run folder). ``workdir`` itself — the model's choice — is
     only seen; outside all of those it stays read-only (:attr:`Plan.outside`)."""
-    hermes_home = _real(HermesPaths.current().home)
     result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
     spaces = [c for c in dict.fromkeys(_real(w) for w in workspaces) if os.path.isdir(c)]
     result.readable = list(dict.fromkeys([result.workdir, *spaces, *_runtime_folders()]))
-    if policy.mode == "workspace-write":
-        for candidate in spaces:
-            if _too_broad(candidate, hermes_home):
-                result.refused.append(candidate)
-            else:
-                result.writable.append(candidate)
-        for raw in policy.writable_paths:
-            path = _real(raw)
-            if os.path.exists(path) and path not in result.writable:
-                result.writable.append(path)
-    for raw in extra_writable:
-        path = _real(raw)
-        if os.path.exists(path) and path not in result.writable:
-            result.writable.append(path)
+    result.writable, result.refused = writable_folders(policy, spaces, extra_writable)
     if (result.workdir not in result.refused and not _inside(result.workdir, result.temp_dir)
             and not any(_inside(result.workdir, w) for w in result.writable)):
         result.outside = result.workdir
@@ -363,6 +396,13 @@ def session_temp(task_id: str) -> Path:
         made = Path(tempfile.mkdtemp(prefix=f"hermes-sandbox-{label}-"))
         _temps[task_id] = made
         return made
+
+
+def existing_session_temp(task_id: str) -> Path | None:
+    """The temp folder of the session ``task_id`` when one was made (never creates it)."""
+    with _temps_lock:
+        found = _temps.get(task_id)
+    return found if found is not None and found.is_dir() else None
 
 
 def drop_session_temp(task_id: str) -> None:
