@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -262,15 +263,17 @@ def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
     return sorted(kept, key=lambda p: (p.count("/"), p)), list(dict.fromkeys(secret_files))
 
 
-def _runtime_folders() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def _runtime_folders() -> tuple[str, ...]:
     """The Python that runs hermes and hermes's own code, kept visible (read-only) inside the sandbox even
     when they live under the host's /tmp or /run (a checkout and its venv in /tmp): execute_code's
-    script and commands such as ``.venv/bin/python -m pytest`` need them."""
+    script and commands such as ``.venv/bin/python -m pytest`` need them. Found once per process (the
+    interpreter and hermes's code do not move while it runs)."""
     import sys
 
     found = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              str(Path(__file__).resolve().parents[2])]  # .../src (or site-packages) holding hermes
-    return [p for p in dict.fromkeys(_real(f) for f in found) if os.path.isdir(p)]
+    return tuple(p for p in dict.fromkeys(_real(f) for f in found) if os.path.isdir(p))
 
 
 def session_workspace(config: Any) -> str:
