@@ -332,3 +332,10 @@ def test_secret_reads_and_network_devices_say_why(command: str, reason: str, wor
 def test_printing_a_secret_path_is_not_reading_it(workspace: str) -> None:
     assert classify("echo ~/.ssh/id_rsa", workspace).level == "safe"
     assert classify("ls -la ~", workspace).level == "safe"
+
+
+def test_a_huge_sed_or_awk_program_is_unproven_not_safe(workspace: str) -> None:
+    assert classify("sed 's/a/b/g;" + "s/a/b/g;" * 1000 + "'", workspace).level == "safe"
+    for command in ("sed '" + "s/a/b/g;" * 20_000 + "'", "awk '" + "{print $1} " * 20_000 + "'"):
+        verdict = classify(command, workspace)
+        assert verdict.level == "unproven" and "too long to inspect" in verdict.reason, verdict

@@ -4,7 +4,9 @@
 prints, or the reason it may do more: sed's ``e`` command and ``s///e`` flag run shell commands, its
 ``w``/``W`` commands and ``s///w`` flag write files; awk's ``system()``, pipes (``print | "cmd"``,
 ``"cmd" | getline``) and output redirections (``print > "file"``) run commands or write files. Both
-readers are single passes over the text; anything they do not understand counts as "may do more".
+readers are single passes over the text; anything they do not understand counts as "may do more",
+and so does a program longer than :data:`MAX_PROGRAM_CHARS` (it is not read: the proof's cost stays
+bounded, and such a command is "unproven", never "safe").
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import functools
 import re
 
+#: sed and awk programs longer than this are not read (one such program costs up to ~30 ms to read)
+MAX_PROGRAM_CHARS = 100_000
 _SED_SIMPLE = frozenset("=dDgGhHlLnNpPxzF")
 _SED_NUM_ARG = frozenset("qQlL")
 _SED_LABEL = frozenset(":btT")
@@ -73,6 +77,8 @@ def _sed_address(script: str, i: int) -> int:
 
 def sed_reason(script: str) -> str | None:
     """None when a sed script only edits the text stream; else why it may do more."""
+    if len(script) > MAX_PROGRAM_CHARS:
+        return f"a sed script of {len(script):,} characters is too long to inspect"
     i, n = 0, len(script)
     plain_run = _SED_PLAIN_RUN.match
     while i < n:
@@ -144,6 +150,8 @@ _REGEX_BEFORE = frozenset("(,~!&|{};\n=") | {""}
 
 def awk_reason(program: str, name: str = "awk") -> str | None:
     """None when an awk program only reads and prints; else why it may do more."""
+    if len(program) > MAX_PROGRAM_CHARS:
+        return f"the {name} program of {len(program):,} characters is too long to inspect"
     if "@" in program:
         return f"{name}'s `@` (directives such as `@load`, indirect calls such as `@f()`) is not inspected"
     if "/inet" in program:
