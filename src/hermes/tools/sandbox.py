@@ -343,7 +343,7 @@ def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[st
 #: names that hold secrets although :func:`hermes.redact.is_secret_name` does not say so: database
 #: URLs and DSNs (they carry passwords), client password variables (``PGPASSWORD``, ``MYSQL_PWD``)
 _SECRET_ENV_NAME = re.compile(
-    r"PASSWORD|PASSWD|(?:^|_)(?:PASS|PWD|DSN|AUTH|COOKIE|PAT|PRIVATE_KEY|ACCESS_KEY(?:_ID)?|CONNECTION_STRING)$"
+    r"PASSWORD|PASSWD|_(?:PASS|PWD)$|(?:^|_)(?:DSN|AUTH|COOKIE|PAT|PRIVATE_KEY|ACCESS_KEY(?:_ID)?|CONNECTION_STRING)$"
     r"|(?:^|_)DATABASE_UR[LI]$",
     re.IGNORECASE,
 )
