@@ -88,6 +88,8 @@ def test_everyday_commands_share_proven_safe(workspace: str) -> None:
         ("git diff --out=/etc/x", "outside the workspace"),
         ("cat <<EOF\n$(rm -rf ~)\nEOF", "here-document with expansions"),
         ("ls | xargs sort", "xargs hands `sort` arguments"),
+        # the names xargs reads may be secrets (`find / -name id_rsa | xargs cat`)
+        ("find . -name '*.py' | xargs wc -l", "xargs hands `wc` file names read from its input"),
         ("rм -rf ~", "`rм` is not a program with known effects"),
     ],
 )
@@ -111,7 +113,7 @@ def test_deep_nesting_is_too_complex_to_inspect(workspace: str) -> None:
         "ls -la", "git status && git diff --stat", "grep -rn TODO src | head -20",
         "cat a | sort | uniq -c > counts.txt",
         "mkdir -p build && cd build && touch marker", "cd src && ls > listing.txt", "sed -n 's/a/b/p' f",
-        "sed -i 's/a/b/g' src/x.py", "awk -F: '{print $1}' /etc/passwd", "find . -name '*.py' | xargs wc -l",
+        "sed -i 's/a/b/g' src/x.py", "awk -F: '{print $1}' /etc/passwd",
         "echo x > /dev/null 2>&1", "LC_ALL=C sort f -o sorted.txt", "timeout 5 nice -n 5 grep x f", "git add -A",
         "python3 --version", "set -euo pipefail", "cp a.txt b.txt", "mv a.txt src/", "tee out.log < in.txt",
         "env NO_COLOR=1 ls", "echo 'rm -rf /' > notes.txt", "[ -f x ] && cat x",

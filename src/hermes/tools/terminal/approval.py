@@ -303,7 +303,7 @@ def _run(analyzer: Analyzer, run: Callable[[], object], segment: str) -> None:
         run()
     except TooLarge:
         analyzer.add("too_large", segment[:200])
-    except (TooComplex, RecursionError):
+    except (TooComplex, RecursionError, OSError):
         analyzer.add("uninspectable", segment[:200])
 
 

@@ -194,7 +194,9 @@ class Prover(Places):
         if why is None:
             network = [t.text for op, t in redirects if t.text.startswith(("/dev/tcp/", "/dev/udp/"))]
             inputs = [t.text for op, t in redirects if op.op in ("<", "<>")]
-            why = ReadCheck.network(network[0]) if network else self.reads.reason(texts, inputs, self.cwds)
+            via_xargs = "xargs" in [w.text for w in words[: len(words) - len(texts)]]
+            why = ReadCheck.network(network[0]) if network else self.reads.reason(texts, inputs, self.cwds,
+                                                                                    via_xargs)
         if why is None:
             why = self.check_writes(writes, segment)
         if version == self.cwd_version and copies == len(self.copied) and len(self.memo) < 4096:
@@ -366,3 +368,5 @@ def prove(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] =
         return Prover(cwd, safe_programs, workspace).run(command, toks)
     except (RecursionError, MemoryError):
         return [(TOO_COMPLEX, command[:200])]
+    except OSError as exc:  # a look at the file system failed in a way not foreseen: not proven
+        return [(f"{TOO_COMPLEX} (the file system answered {exc.__class__.__name__})", command[:200])]

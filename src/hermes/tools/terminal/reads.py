@@ -14,7 +14,9 @@ redirection, from every directory the shell may be in, following the symbolic li
   or hermes's secrets — is not proven when the program reads folders recursively (``grep -r``, ``cp
   -a``, ``tar``, ``rg``, …) or the word is a glob there (``cat ~/.s*/*``);
 * ``/dev/tcp/…`` and ``/dev/udp/…`` anywhere (redirection or argument) are not proven: network access;
-* ``~user/…`` (another user's home, not expanded here) is not proven.
+* ``~user/…`` (another user's home, not expanded here) is not proven, nor are a process's own files
+  under ``/proc`` (``environ``, ``mem``, ``fd/``: hermes's environment holds its keys), nor a program
+  behind ``xargs`` that opens its arguments (the names come from its input).
 
 Inside the OS sandbox those files are hidden and the network is off anyway; this is for the commands
 that run outside it. The words of programs that print their arguments (``echo``, ``printf``) and of
@@ -25,10 +27,12 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from pathlib import Path
 
 from hermes.config.paths import HermesPaths
 from hermes.tools.sensitive import Identities, credential_store, hidden_from_commands, sensitive_by_name
+from hermes.tools.terminal.places import real_or_none
 
 __all__ = ["MAX_READ_CHECKS", "ReadCheck"]
 
@@ -36,6 +40,9 @@ __all__ = ["MAX_READ_CHECKS", "ReadCheck"]
 MAX_READ_CHECKS = 2000
 _NETWORK = ("/dev/tcp/", "/dev/udp/")
 _GLOB = frozenset("*?[")
+#: files of a process that hold what it holds: its environment, memory, open files, auxiliary vector
+_PROCESS_FILE = re.compile(
+    r"/proc/(?:[^/]+/)?(?:task/[^/]+/)?(?:environ|mem|fd(?:/|$)|fdinfo|auxv|map_files)|/proc/kcore$")
 #: programs whose words are printed or compared, never opened
 _NOT_READING = frozenset({"echo", "printf", "true", "false", ":", "cd", "pushd", "popd", "dirs", "seq", "expr",
                           "factor", "yes", "sleep", "basename", "dirname", "numfmt", "cal", "which", "type",
@@ -75,6 +82,8 @@ class ReadCheck:
         return None
 
     def secret(self, real: str) -> str | None:
+        if _PROCESS_FILE.match(real):
+            return "another process's environment, memory or open files (hermes's keys among them)"
         path = Path(real)
         why = sensitive_by_name(path)
         if why is None and credential_store(path) is not None:
@@ -86,8 +95,10 @@ class ReadCheck:
         return why
 
     # -- one command ------------------------------------------------------------------------------------
-    def reason(self, words: list[str], inputs: list[str], cwds: list[str] | None) -> str | None:
-        """Why the program ``words`` (after wrappers) reading ``inputs`` (redirection sources) is not proven."""
+    def reason(self, words: list[str], inputs: list[str], cwds: list[str] | None, via_xargs: bool = False
+               ) -> str | None:
+        """Why the program ``words`` (after wrappers; ``via_xargs``: behind ``xargs``) reading ``inputs``
+        (redirection sources) is not proven."""
         for target in inputs:
             why = self.word(target, cwds, deep=False)
             if why:
@@ -98,12 +109,17 @@ class ReadCheck:
         args = words[1:]
         if name in _NOT_READING:
             return next((self.network(a) for a in args if a.startswith(_NETWORK)), None)
+        if via_xargs:
+            return f"xargs hands `{name}` file names read from its input, which may name secrets"
         deep = name in _RECURSIVE or _recursive_option(name, args)
         for arg in args:
             if arg.startswith("-"):
-                if not (arg.startswith("--") and "=" in arg):
+                if arg.startswith("--") and "=" in arg:
+                    arg = arg.split("=", 1)[1]
+                elif len(arg) > 2 and arg[1] != "-" and "/" in arg:
+                    arg = arg[2:]  # a value attached to a short option: -f/root/.ssh/id_rsa
+                else:
                     continue
-                arg = arg.split("=", 1)[1]
             why = self.word(arg, cwds, deep)
             if why:
                 return why
@@ -143,7 +159,9 @@ class ReadCheck:
         else:
             places = [posixpath.normpath(posixpath.join(c, fixed)) for c in cwds]
         for place in places:
-            real = os.path.realpath(place)
+            real = real_or_none(place)
+            if real is None:
+                return f"reads `{text[:60]}`, whose place cannot be resolved (a link this user may not follow)"
             if real.startswith(_NETWORK):
                 return self.network(text)
             why = self.secret(real)
