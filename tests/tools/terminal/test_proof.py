@@ -323,6 +323,10 @@ def test_reading_a_secret_through_a_link_in_the_workspace_is_not_proven(workspac
         ("cat ~/.s*/id_rsa", "may read secrets below"),
         ("cat ~bob/.ssh/id_rsa", "another user's home folder"),
         ("sort --files0-from=/etc/shadow", "system password hashes"),
+        ("cat /proc/1/fd/3", "another process's"),
+        ("strings /proc/self/environ", "another process's"),
+        ("grep -f/root/.ssh/id_rsa x", "SSH key material"),
+        ("echo ~/.ssh/id_rsa | xargs cat", "xargs hands `cat` file names"),
     ],
 )
 def test_secret_reads_and_network_devices_say_why(command: str, reason: str, workspace: str) -> None:

@@ -159,6 +159,8 @@ class ReadCheck:
         else:
             places = [posixpath.normpath(posixpath.join(c, fixed)) for c in cwds]
         for place in places:
+            if _PROCESS_FILE.match(place):  # judged before resolving: /proc/PID/fd/N leads anywhere
+                return f"reads `{text[:60]}`, which holds secrets (another process's environment, memory or open files)"
             real = real_or_none(place)
             if real is None:
                 return f"reads `{text[:60]}`, whose place cannot be resolved (a link this user may not follow)"
