@@ -239,14 +239,26 @@ def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: s
     confine_write(path, kw, tool)
 
 
+class _Settings:
+    """config.yaml as :func:`file_setting` reads it (the session's settings, else the file, re-read only
+    when it changes), with the ``get(key, default)`` that ``sandbox.load_policy`` wants."""
+
+    def __init__(self, kw: dict[str, Any]) -> None:
+        self.kw = kw
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = file_setting(self.kw, key)
+        return default if value is None else value
+
+
 def confine_write(path: Path, kw: dict[str, Any], tool: str) -> None:
     """While commands run in the OS sandbox, a file tool writing where a sandboxed command could not
     (outside the workspace, ``sandbox.writable_paths`` and the session's temp folder) asks first, like
     ``terminal(sandbox=false)`` does: the pattern id ``sandbox_file_write``."""
     from hermes.tools import sandbox
-    from hermes.tools.approvals import approve_file_write, config_for
+    from hermes.tools.approvals import approve_file_write
 
-    config = config_for(session_of(kw))
+    config = _Settings(kw)
     policy = sandbox.load_policy(config)
     if not policy.enabled:
         return
