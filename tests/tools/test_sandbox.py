@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 
 import hermes.tools.code.tool
+import hermes.tools.file.patch
+import hermes.tools.file.write
 import hermes.tools.sandbox
 import hermes.tools.terminal.tool
 from fakes.tool_session import FakeSession, ScriptedSink
@@ -172,6 +174,35 @@ def test_other_users_homes_the_hosts_tmp_and_processes_are_hidden(ws: Path) -> N
                if Path(p).parts[1:2] == ("tmp",) and len(Path(p).parts) > 2}
     assert tmp_entries <= 1 + len(runtime), r
     assert processes < 5  # bwrap's init, bash and the pipeline
+
+
+def test_secrets_in_the_environment_do_not_reach_the_command(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``env`` inside the sandbox: variables whose name or value holds a secret are gone, unless the person
+    listed them in terminal.env_passthrough; everything else is still there."""
+    secrets = {
+        "DATABASE_URL": "postgres://app:db-pass-4711@127.0.0.1:5432/app",
+        "SENTRY_DSN": "https://key4711@127.0.0.1/1",
+        "PGPASSWORD": "pg-pass-4711",
+        "MYSQL_PWD": "my-pass-4711",
+        "UPSTREAM": "https://bot:url-pass-4711@127.0.0.1/hook",
+        "DEPLOY_TOKEN": "token-4711-abcdef",
+        "STRIPE_SECRET": "secret-4711-abcdef",
+        "OPENAI_API_KEY": SECRET,
+        "MODEL_KEY_COPY": SECRET,  # a provider key under a harmless name
+        "SOME_SETTING": "sk-ant-api03-4711abcdefghijklmnopqrstuv",  # shaped like a key
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("REPORT_LEVEL", "verbose-4711")
+    r = term({"command": "env", "workdir": str(ws)})
+    assert r.get("sandbox") == "workspace-write" and r["exit_code"] == 0, r
+    names = {line.split("=", 1)[0] for line in r["output"].splitlines() if "=" in line}
+    assert not names & set(secrets), names & set(secrets)
+    assert "4711" not in r["output"].replace("verbose-4711", ""), r["output"]
+    assert "REPORT_LEVEL" in names and "PATH" in names and "HOME" in names
+    _config(ws, "terminal:\n  env_passthrough: [DATABASE_URL]\n")
+    allowed = term({"command": "env", "workdir": str(ws)})
+    assert "DATABASE_URL=" in allowed["output"] and "PGPASSWORD" not in allowed["output"]
 
 
 def test_network_is_off(ws: Path, server: LoopbackServer) -> None:
@@ -375,3 +406,40 @@ def test_a_home_dot_folder_is_no_workspace(ws: Path, monkeypatch: pytest.MonkeyP
     chosen = sandbox.plan(sandbox.load_policy({}), workdir=str(home / ".config"), temp_dir=str(ws.parent),
                           workspaces=[str(home / ".config"), str(home / "project")])
     assert chosen.refused == [str(home / ".config")] and chosen.writable == [str(home / "project")]
+
+
+# -- file tools: a write where a sandboxed command could not write is an approval ----------------------
+def test_file_writes_outside_the_workspace_ask_while_sandboxed(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    s = _session(ws, "deny", "once", "session")
+    denied = term({"path": str(outside / "a.txt"), "content": "x\n"}, s, tool="write_file")
+    assert "denied" in denied["error"] and not (outside / "a.txt").exists(), denied
+    request = s.sink.asked[0]
+    assert request.kind == "approval" and request.payload["pattern"] == "sandbox_file_write"
+    assert request.payload["command"] == f"write_file {outside / 'a.txt'}"
+    assert "outside the sandbox" in request.payload["reason"]
+    assert term({"path": str(outside / "a.txt"), "content": "x\n"}, s, tool="write_file").get("created") is True
+    assert (outside / "a.txt").read_text() == "x\n"
+    patched = term({"path": str(outside / "a.txt"), "old_string": "x", "new_string": "y"}, s, tool="patch")
+    assert "error" not in patched and (outside / "a.txt").read_text() == "y\n"
+    assert [r.payload["command"].split()[0] for r in s.sink.asked] == ["write_file", "write_file", "patch"]
+    # "session" was the last answer: no more questions for this session
+    assert "error" not in term({"path": str(outside / "b.txt"), "content": "z\n"}, s, tool="write_file")
+    assert len(s.sink.asked) == 3
+    # inside the workspace nothing is asked
+    inside = _session(ws)
+    assert "error" not in term({"path": str(ws / "in.txt"), "content": "i\n"}, inside, tool="write_file")
+    assert inside.sink.asked == []
+
+
+def test_file_writes_outside_without_a_person_say_how_to_allow_them(ws: Path) -> None:
+    outside = ws.parent / "outside"
+    refused = term({"path": str(outside / "c.txt"), "content": "x\n"}, tool="write_file")
+    assert "sandbox_file_write" in refused["error"] and "sandbox.writable_paths" in refused["error"], refused
+    assert not (outside / "c.txt").exists()
+    _config(ws, f"sandbox:\n  writable_paths: [{outside}]\n")
+    assert "error" not in term({"path": str(outside / "c.txt"), "content": "x\n"}, tool="write_file")
+    _config(ws, "sandbox:\n  mode: full-access\n")
+    assert "error" not in term({"path": str(outside / "d.txt"), "content": "x\n"}, tool="write_file")
+    _config(ws, "approvals:\n  allow: [sandbox_file_write]\n")
+    assert "error" not in term({"path": str(outside / "e.txt"), "content": "x\n"}, tool="write_file")

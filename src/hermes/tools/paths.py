@@ -25,6 +25,10 @@ Writes (``write_file``, ``patch``) are refused
   the home folder and the system temporary folder. A symlink whose target lies outside them is refused
   with a message naming where it leads.
 
+While the OS sandbox is in force (:mod:`hermes.tools.sandbox`), a write inside the allowed roots but
+outside what a sandboxed command may write (the workspace, ``sandbox.writable_paths``, the session's
+temp folder) is an approval (pattern id ``sandbox_file_write``, :mod:`hermes.tools.approvals`).
+
 Reads are allowed anywhere except sensitive files (:mod:`hermes.tools.sensitive`): SSH key material in
 any ``.ssh`` folder, hermes's ``.env`` and ``auth.json``, the usual credential files of any user,
 ``/etc/shadow`` — and any hard link to one of them (same device and inode).
@@ -197,8 +201,11 @@ def check_read(path: Path, field: str = "path") -> None:
         raise ToolError(f"'{field}': reading {path} is not allowed: {why}")
 
 
-def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: str = "path") -> None:
-    """Raise :class:`ToolError` when writing ``path`` (already resolved) is not allowed."""
+def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: str = "path",
+                tool: str = "write_file") -> None:
+    """Raise :class:`ToolError` when writing ``path`` (already resolved) is not allowed, and
+    :class:`~hermes.errors.ApprovalDenied` when it lies outside the OS sandbox's writable folders and the
+    approval for that was refused (:func:`confine_write`)."""
     via = ""
     if raw is not None:
         lexical = lexical_path(raw)
@@ -243,3 +250,32 @@ def check_write(path: Path, kw: dict[str, Any], raw: str | None = None, field: s
             f"'{field}': writing {path} is not allowed{via}: it is outside the allowed roots ({shown}); "
             "the folders can be changed with file.allowed_roots in config.yaml"
         )
+    confine_write(path, kw, tool)
+
+
+class _Settings:
+    """config.yaml as :func:`file_setting` reads it (the session's settings, else the file, re-read only
+    when it changes), with the ``get(key, default)`` that ``sandbox.load_policy`` wants."""
+
+    def __init__(self, kw: dict[str, Any]) -> None:
+        self.kw = kw
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = file_setting(self.kw, key)
+        return default if value is None else value
+
+
+def confine_write(path: Path, kw: dict[str, Any], tool: str) -> None:
+    """While commands run in the OS sandbox, a file tool writing where a sandboxed command could not
+    (outside the workspace, ``sandbox.writable_paths`` and the session's temp folder) asks first, like
+    ``terminal(sandbox=false)`` does: the pattern id ``sandbox_file_write``."""
+    from hermes.tools import sandbox
+    from hermes.tools.approvals import approve_file_write
+
+    config = _Settings(kw)
+    policy = sandbox.load_policy(config)
+    if not policy.enabled:
+        return
+    temp = sandbox.existing_session_temp(str(kw.get("task_id") or "default"))
+    if sandbox.outside_writable(policy, path, [sandbox.session_workspace(config)], temp):
+        approve_file_write(kw, tool, path)

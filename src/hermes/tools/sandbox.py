@@ -13,7 +13,12 @@ every capability dropped, so the rules hold for root too:
   other users' home folders, the host's ``/tmp`` and ``/run`` (where the sockets of tmux, Docker, D-Bus
   and other daemons live) and the host's processes (a fresh ``/proc``);
 * **no network** unless allowed (``sandbox.network``, or per command after an approval): only a
-  private loopback interface exists.
+  private loopback interface exists;
+* **no secrets in the environment** (:func:`scrub_env`, used for every terminal child, sandboxed or
+  not): variables whose name or value says they hold a secret — ``*_KEY``, ``*_TOKEN``, ``*_SECRET``,
+  ``*PASSWORD*``, ``DATABASE_URL``, ``*_DSN``, ``PGPASSWORD``, a URL with a password, a value shaped
+  like a provider key or equal to one hermes holds — are removed unless ``terminal.env_passthrough``
+  names them.
 
 Modes (``sandbox.mode``): ``workspace-write`` (default), ``read-only`` (only the temp folder is
 writable) and ``full-access`` (no sandbox; only by the person's explicit setting). Where a sandbox
@@ -25,13 +30,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -257,15 +263,64 @@ def _hidden(hermes_home: str) -> tuple[list[str], list[str]]:
     return sorted(kept, key=lambda p: (p.count("/"), p)), list(dict.fromkeys(secret_files))
 
 
-def _runtime_folders() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def _runtime_folders() -> tuple[str, ...]:
     """The Python that runs hermes and hermes's own code, kept visible (read-only) inside the sandbox even
     when they live under the host's /tmp or /run (a checkout and its venv in /tmp): execute_code's
-    script and commands such as ``.venv/bin/python -m pytest`` need them."""
+    script and commands such as ``.venv/bin/python -m pytest`` need them. Found once per process (the
+    interpreter and hermes's code do not move while it runs)."""
     import sys
 
     found = [sys.prefix, sys.exec_prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              str(Path(__file__).resolve().parents[2])]  # .../src (or site-packages) holding hermes
-    return [p for p in dict.fromkeys(_real(f) for f in found) if os.path.isdir(p)]
+    return tuple(p for p in dict.fromkeys(_real(f) for f in found) if os.path.isdir(p))
+
+
+def session_workspace(config: Any) -> str:
+    """The session's working directory: ``terminal.cwd`` from ``config`` (anything with ``get``), else
+    hermes's own."""
+    configured = config.get("terminal.cwd")
+    if isinstance(configured, str) and configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    return os.getcwd()
+
+
+def writable_folders(policy: Policy, workspaces: Iterable[str], extra_writable: Iterable[str] = ()
+                     ) -> tuple[list[str], list[str]]:
+    """(writable, refused): the folders a sandboxed command may write — in ``workspace-write`` mode the
+    ``workspaces`` that are not too broad (the refused ones are the second list) and
+    ``sandbox.writable_paths``; in every mode ``extra_writable`` — resolved, existing ones only. The
+    session's temp folder comes on top."""
+    hermes_home = _real(HermesPaths.current().home)
+    writable: list[str] = []
+    refused: list[str] = []
+    if policy.mode == "workspace-write":
+        for candidate in dict.fromkeys(_real(w) for w in workspaces):
+            if not os.path.isdir(candidate):
+                continue
+            (refused if _too_broad(candidate, hermes_home) else writable).append(candidate)
+        for raw in policy.writable_paths:
+            path = _real(raw)
+            if os.path.exists(path) and path not in writable:
+                writable.append(path)
+    for raw in extra_writable:
+        path = _real(raw)
+        if os.path.exists(path) and path not in writable:
+            writable.append(path)
+    return writable, refused
+
+
+def outside_writable(policy: Policy, path: str | Path, workspaces: Iterable[str], temp_dir: str | Path | None
+                     ) -> bool:
+    """Whether writing ``path`` (resolved) leaves what a sandboxed command could write: the file tools
+    ask first then (:func:`hermes.tools.approvals.approve_file_write`). Never while no sandbox is in force."""
+    if not policy.enabled or not support().available:
+        return False
+    writable, _ = writable_folders(policy, workspaces)
+    if temp_dir:
+        writable.append(_real(temp_dir))
+    target = _real(path)
+    return not any(_inside(target, w) for w in writable)
 
 
 def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[str] = (),
@@ -274,28 +329,55 @@ def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[st
     become writable in ``workspace-write`` mode unless too broad, and so do ``sandbox.writable_paths`` and
     ``extra_writable`` (e.g. ``execute_code``'s run folder). ``workdir`` itself — the model's choice — is
     only seen; outside all of those it stays read-only (:attr:`Plan.outside`)."""
-    hermes_home = _real(HermesPaths.current().home)
     result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
     spaces = [c for c in dict.fromkeys(_real(w) for w in workspaces) if os.path.isdir(c)]
     result.readable = list(dict.fromkeys([result.workdir, *spaces, *_runtime_folders()]))
-    if policy.mode == "workspace-write":
-        for candidate in spaces:
-            if _too_broad(candidate, hermes_home):
-                result.refused.append(candidate)
-            else:
-                result.writable.append(candidate)
-        for raw in policy.writable_paths:
-            path = _real(raw)
-            if os.path.exists(path) and path not in result.writable:
-                result.writable.append(path)
-    for raw in extra_writable:
-        path = _real(raw)
-        if os.path.exists(path) and path not in result.writable:
-            result.writable.append(path)
+    result.writable, result.refused = writable_folders(policy, spaces, extra_writable)
     if (result.workdir not in result.refused and not _inside(result.workdir, result.temp_dir)
             and not any(_inside(result.workdir, w) for w in result.writable)):
         result.outside = result.workdir
     return result
+
+
+# -- the environment ---------------------------------------------------------------------------------
+#: names that hold secrets although :func:`hermes.redact.is_secret_name` does not say so: database
+#: URLs and DSNs (they carry passwords), client password variables (``PGPASSWORD``, ``MYSQL_PWD``)
+_SECRET_ENV_NAME = re.compile(
+    r"PASSWORD|PASSWD|_(?:PASS|PWD)$|(?:^|_)(?:DSN|AUTH|COOKIE|PAT|PRIVATE_KEY|ACCESS_KEY(?:_ID)?|CONNECTION_STRING)$"
+    r"|(?:^|_)DATABASE_UR[LI]$",
+    re.IGNORECASE,
+)
+#: a URL with a password in it: ``scheme://user:password@host``
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@")
+
+
+def secret_env_reason(name: str, value: str, known: Iterable[str] = ()) -> str | None:
+    """Why the variable ``name=value`` holds a secret (None: it looks harmless). ``known`` are secret
+    values hermes knows (the values of its secret-named variables), so a copy under another name is one too."""
+    from hermes.redact import is_secret_name, redact
+
+    if is_secret_name(name) or _SECRET_ENV_NAME.search(name):
+        return "its name says it holds a secret"
+    if "://" in value and _URL_PASSWORD.search(value):
+        return "its value is a URL with a password"
+    if value in known or (len(value) >= 8 and redact(value) != value):
+        return "its value is a key"
+    return None
+
+
+def scrub_env(source: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """``source`` without the variables that hold secrets (:func:`secret_env_reason`), except the names or
+    shell-style patterns in ``allow`` (``terminal.env_passthrough``: the person's choice)."""
+    import fnmatch
+
+    from hermes.redact import secret_values
+
+    allowed = [p for p in allow if isinstance(p, str) and p]
+    known = frozenset(secret_values(source))
+    return {
+        k: v for k, v in source.items()
+        if secret_env_reason(k, v, known) is None or any(k == p or fnmatch.fnmatchcase(k, p) for p in allowed)
+    }
 
 
 # -- the session's temp folder ------------------------------------------------------------------------
@@ -317,6 +399,13 @@ def session_temp(task_id: str) -> Path:
         made = Path(tempfile.mkdtemp(prefix=f"hermes-sandbox-{label}-"))
         _temps[task_id] = made
         return made
+
+
+def existing_session_temp(task_id: str) -> Path | None:
+    """The temp folder of the session ``task_id`` when one was made (never creates it)."""
+    with _temps_lock:
+        found = _temps.get(task_id)
+    return found if found is not None and found.is_dir() else None
 
 
 def drop_session_temp(task_id: str) -> None:

@@ -187,11 +187,16 @@ def hidden_from_commands() -> tuple[list[Path], list[Path]]:
     """(folders, files) of credential material that sandboxed commands must not see: the current home
     folder's credential stores and secret files (``~/.ssh`` and the rest of :data:`HOME_CREDENTIAL_DIRS`)
     and the system's password files. Nothing is checked for existence."""
-    home = current_home()
+    dirs, files = _hidden_below(current_home())
+    return list(dirs), list(files)
+
+
+@functools.lru_cache(maxsize=8)
+def _hidden_below(home: Path) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
     dirs = [home / d for d in (*HOME_CREDENTIAL_DIRS, *HOME_SECRET_DIRS)]
     files = [home / f for f in (*HOME_CREDENTIAL_FILES, *HOME_SECRET_FILES)]
     files += [Path(f) for f in SYSTEM_SECRET_FILES]
-    return list(dict.fromkeys(dirs)), list(dict.fromkeys(files))
+    return tuple(dict.fromkeys(dirs)), tuple(dict.fromkeys(files))
 
 
 # -- identities --------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +17,6 @@ import hermes.tools.file.write  # noqa: F401  (registers the tools)
 from hermes.tools.registry import registry
 from hermes.tools.sensitive import credential_store, sensitive_by_name
 
-ENGINES = [
-    "python",
-    pytest.param("rg", marks=pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is not installed")),
-]
-
 
 def call(tool: str, **args: Any) -> dict[str, Any]:
     result: dict[str, Any] = json.loads(registry.dispatch(tool, args, task_id="t1"))
@@ -33,16 +27,6 @@ def refused(tool: str, **args: Any) -> str:
     result = call(tool, **args)
     assert "error" in result, (tool, args, result)
     return str(result["error"])
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    name: str = request.param
-    if name == "python":
-        monkeypatch.setenv("HERMES_NO_RG", "1")
-    else:
-        monkeypatch.delenv("HERMES_NO_RG", raising=False)
-    return name
 
 
 @pytest.mark.parametrize("name", [".env", "auth.json"])

@@ -16,6 +16,9 @@ from hermes.tools.paths import allowed_roots, default_roots, system_location
 from hermes.tools.registry import registry
 from hermes.tools.sensitive import home_dot_location, startup_location
 
+#: these tests are about the allowed roots; a write outside the workspace while the OS sandbox is in force
+#: also asks (tests/tools/test_sandbox.py), which yolo mode answers here
+UNASKED = "approvals:\n  mode: yolo\n"
 
 def call(tool: str, task: str = "t1", **args: Any) -> dict[str, Any]:
     return json.loads(registry.dispatch(tool, args, task_id=task))
@@ -38,7 +41,7 @@ def test_default_roots_are_cwd_home_and_tmp(ws: Path, tmp_path: Path) -> None:
 
 
 def test_configured_roots_replace_the_defaults(ws: Path, hermes_home: Path, tmp_path: Path) -> None:
-    (hermes_home / "config.yaml").write_text("file:\n  allowed_roots: ['.', '~/projects']\n")
+    (hermes_home / "config.yaml").write_text("file:\n  allowed_roots: ['.', '~/projects']\n" + UNASKED)
     assert allowed_roots({}) == [ws.resolve(), (tmp_path / "home/projects").resolve()]
     outside = tmp_path / "elsewhere.txt"
     result = call("write_file", path=str(outside), content="x")
@@ -150,7 +153,8 @@ def test_search_never_shows_sensitive_files(ws: Path, tmp_path: Path, monkeypatc
     assert "not allowed" in call("search_files", pattern="x", path=str(ssh / "id_rsa"))["error"]
 
 
-def test_tilde_and_nul_paths(ws: Path, tmp_path: Path) -> None:
+def test_tilde_and_nul_paths(ws: Path, tmp_path: Path, hermes_home: Path) -> None:
+    (hermes_home / "config.yaml").write_text(UNASKED)
     ok(call("write_file", path="~/note.txt", content="hi"))
     assert (tmp_path / "home/note.txt").read_text() == "hi"
     assert "'path'" in call("write_file", path="a\x00b", content="x")["error"]
@@ -212,11 +216,12 @@ def test_a_start_up_file_is_not_patched_nor_reached_through_a_link(ws: Path, tmp
 
 def test_other_home_dot_folders_need_an_allowed_root_inside_them(ws: Path, hermes_home: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
+    (hermes_home / "config.yaml").write_text(UNASKED)
     result = call("write_file", path="~/.config/myapp/settings.toml", content="x = 1\n")
     assert "dot-file or dot-folder of a home folder" in result["error"] and "file.allowed_roots" in result["error"]
     assert "dot-folder" in call("write_file", path="~/.hermes-notes", content="x")["error"]
     ok(call("write_file", path="~/notes.txt", content="x"))  # the home folder itself stays a default root
-    (hermes_home / "config.yaml").write_text("file:\n  allowed_roots: ['.', '~/.config/myapp']\n")
+    (hermes_home / "config.yaml").write_text("file:\n  allowed_roots: ['.', '~/.config/myapp']\n" + UNASKED)
     ok(call("write_file", path="~/.config/myapp/settings.toml", content="x = 1\n"))
     assert (home / ".config/myapp/settings.toml").read_text() == "x = 1\n"
     assert "dot-folder" in call("write_file", path="~/.config/other/x", content="x")["error"]

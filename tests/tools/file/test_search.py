@@ -14,21 +14,6 @@ from hermes.tools.file.search import ripgrep
 from hermes.tools.file.walk import IgnoreFile
 from hermes.tools.registry import registry
 
-ENGINES = [
-    "python",
-    pytest.param("rg", marks=pytest.mark.skipif(shutil.which("rg") is None, reason="ripgrep is not installed")),
-]
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    name: str = request.param
-    if name == "python":
-        monkeypatch.setenv("HERMES_NO_RG", "1")
-    else:
-        monkeypatch.delenv("HERMES_NO_RG", raising=False)
-    return name
-
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_home: Path) -> Path:

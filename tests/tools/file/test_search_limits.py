@@ -19,19 +19,8 @@ from hermes.tools.registry import registry
 from hermes.tools.session import SessionContext, ToolSession
 
 HAS_RG = shutil.which("rg") is not None
-ENGINES = ["python", pytest.param("rg", marks=pytest.mark.skipif(not HAS_RG, reason="ripgrep is not installed"))]
 #: look-behind: ripgrep refuses it, so the Python engine runs; (a|aa)+$ backtracks exponentially on a…a!
 CATASTROPHIC = r"(?<!b)(a|aa)+$"
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    name: str = request.param
-    if name == "python":
-        monkeypatch.setenv("HERMES_NO_RG", "1")
-    else:
-        monkeypatch.delenv("HERMES_NO_RG", raising=False)
-    return name
 
 
 def call(**args: Any) -> dict[str, Any]:

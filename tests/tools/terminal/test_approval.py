@@ -25,6 +25,7 @@ from hermes.errors import ApprovalDenied
 from hermes.tools.terminal import gate
 from hermes.tools.terminal.approval import classify, classify_input, findings, stdin_kind
 from hermes.tools.terminal.patterns import PATTERNS, sql_findings, string_literals
+from hermes.tools.terminal.shellparse import MAX_STEPS
 from hermes.tools.toolsets import Surface
 
 # -- the corpus ----------------------------------------------------------------------------------------
@@ -368,27 +369,43 @@ MB = 1_000_000
 
 
 @pytest.mark.parametrize(
-    ("command", "level"),
+    ("command", "level", "pattern_id"),
     [
-        ("echo " + "a" * MB, "safe"),
-        ("echo " + "ab " * (MB // 3), "safe"),
-        ("true && " * (MB // 8) + "rm -rf /", "floor"),
-        ("$(" * (MB // 2), "dangerous"),
-        ("'\\'" * (MB // 3), "unproven"),
-        ('"' + "$(" * (MB // 2), "dangerous"),
-        ("python3 -c \"os.system('" + "'\\'" * (MB // 3) + "')\"", "unproven"),
-        ("cat <<EOF\n" + "line\n" * (MB // 5), "safe"),
-        ("rm -rf " + "/" * MB, "floor"),
-        ("`" * MB, "unproven"),
-        ("${" * (MB // 2), "unproven"),
+        ("echo " + "a" * MB, "safe", ""),
+        ("echo " + "ab " * (MB // 3), "floor", "too_large"),
+        ("true && " * (MB // 8) + "rm -rf /", "floor", "too_large"),
+        ("$(" * (MB // 2), "dangerous", "uninspectable"),
+        ("'\\'" * (MB // 3), "floor", "too_large"),
+        ('"' + "$(" * (MB // 2), "dangerous", "uninspectable"),
+        ("python3 -c \"os.system('" + "'\\'" * (MB // 3) + "')\"", "floor", "too_large"),
+        ("cat <<EOF\n" + "line\n" * (MB // 5), "safe", ""),
+        ("rm -rf " + "/" * MB, "floor", "rm_root"),
+        ("`" * MB, "floor", "too_large"),
+        ("${" * (MB // 2), "floor", "too_large"),
+        ("echo '" + "rm -rf /tmp/x; " * (MB // 15) + "' | sh", "floor", "too_large"),
     ],
     ids=["long-arg", "many-args", "many-commands", "nested-subs", "quotes", "dq-nested", "py-literals",
-         "heredoc", "slashes", "backticks", "braces"],
+         "heredoc", "slashes", "backticks", "braces", "piped-script"],
 )
-def test_one_megabyte_command_is_classified(command: str, level: str) -> None:
-    """A 1 MB command finishes (linear time; timings are in benchmarks/bench_approval.py)."""
+def test_one_megabyte_command_is_classified(command: str, level: str, pattern_id: str) -> None:
+    """A 1 MB command finishes (bounded work; timings are in benchmarks/bench_approval.py): long words,
+    quoted strings and here-documents are read whole; one of hundreds of thousands of words is refused
+    as too large to inspect, never judged safe."""
     assert len(command) >= MB - 10
-    assert classify(command).level == level
+    verdict = classify(command)
+    assert (verdict.level, verdict.pattern_id) == (level, pattern_id)
+
+
+def test_reading_budget_is_shared_by_every_script_inside_a_command() -> None:
+    """Padding cannot hide a floor shape: under the budget everything is inspected, past it the
+    command is refused; scripts read inside the command (bash -c, text piped into sh) count too."""
+    assert classify("true && " * 5_000 + "rm -rf /").pattern_id == "rm_root"
+    assert classify("true && " * (MAX_STEPS // 2) + "rm -rf /").pattern_id == "too_large"
+    half = "true; " * (MAX_STEPS // 3)
+    assert classify(f"bash -c '{half}' && bash -c '{half}'").pattern_id == "too_large"
+    assert classify(f"bash -c '{half}'").level == "unproven"
+    assert classify_input("shell", "true && " * MAX_STEPS)[0].pattern_id == "too_large"
+    assert "too large to inspect" in classify("ls; " * MAX_STEPS).reason
 
 
 # -- the gate ------------------------------------------------------------------------------------------

@@ -54,10 +54,10 @@ def test_everyday_commands_share_proven_safe(workspace: str) -> None:
     commands = _corpus("everyday.txt")
     assert len(commands) >= 150
     levels = Counter(classify(c, workspace).level for c in commands)
-    # the figures docs/tools/terminal.md reports: 111 of 198 run without asking outside a sandbox;
+    # the figures docs/tools/terminal.md reports: 115 of 202 run without asking outside a sandbox;
     # the others run code from the workspace (tests, builds, scripts), change the repository's history,
     # use the network, delete files or use shell expansions
-    assert (levels["safe"], len(commands)) == (111, 198), levels
+    assert (levels["safe"], len(commands)) == (115, 202), levels
     assert levels["floor"] == 0
 
 
@@ -88,6 +88,8 @@ def test_everyday_commands_share_proven_safe(workspace: str) -> None:
         ("git diff --out=/etc/x", "outside the workspace"),
         ("cat <<EOF\n$(rm -rf ~)\nEOF", "here-document with expansions"),
         ("ls | xargs sort", "xargs hands `sort` arguments"),
+        # the names xargs reads may be secrets (`find / -name id_rsa | xargs cat`)
+        ("find . -name '*.py' | xargs wc -l", "xargs hands `wc` file names read from its input"),
         ("rм -rf ~", "`rм` is not a program with known effects"),
     ],
 )
@@ -102,7 +104,7 @@ def test_deep_nesting_is_too_complex_to_inspect(workspace: str) -> None:
     found = findings("echo " + "$(" * 200 + "ls" + ")" * 200, workspace)
     assert any(v.level == "unproven" and "too complex to inspect" in v.reason for v in found)
     assert prove("$(" * 100_000, workspace)[0][0] == "too complex to inspect"
-    assert classify("(" * 100_000 + "ls", workspace).level == "safe"  # a subshell nest is read, not recursed into
+    assert classify("(" * 50_000 + "ls", workspace).level == "safe"  # a subshell nest is read, not recursed into
 
 
 @pytest.mark.parametrize(
@@ -111,7 +113,7 @@ def test_deep_nesting_is_too_complex_to_inspect(workspace: str) -> None:
         "ls -la", "git status && git diff --stat", "grep -rn TODO src | head -20",
         "cat a | sort | uniq -c > counts.txt",
         "mkdir -p build && cd build && touch marker", "cd src && ls > listing.txt", "sed -n 's/a/b/p' f",
-        "sed -i 's/a/b/g' src/x.py", "awk -F: '{print $1}' /etc/passwd", "find . -name '*.py' | xargs wc -l",
+        "sed -i 's/a/b/g' src/x.py", "awk -F: '{print $1}' /etc/passwd",
         "echo x > /dev/null 2>&1", "LC_ALL=C sort f -o sorted.txt", "timeout 5 nice -n 5 grep x f", "git add -A",
         "python3 --version", "set -euo pipefail", "cp a.txt b.txt", "mv a.txt src/", "tee out.log < in.txt",
         "env NO_COLOR=1 ls", "echo 'rm -rf /' > notes.txt", "[ -f x ] && cat x",
@@ -294,3 +296,52 @@ def test_git_directories_are_judged_by_where_they_are_and_what_git_reads(tmp_pat
                                      "printf -v 'a[$(id)]' x", "wait -p 'a[$(id)]'"])
 def test_builtins_that_run_code_through_their_words_are_not_proven(command: str, tmp_path: Path) -> None:
     assert classify(command, cwd=str(tmp_path)).level != "safe"
+
+
+# -- reading secrets and /dev/tcp (outside a sandbox the output reaches the model) --------------------
+def test_reading_a_secret_through_a_link_in_the_workspace_is_not_proven(workspace: str, hermes_home: Path) -> None:
+    env = hermes_home / ".env"
+    env.write_text("OPENAI_API_KEY=sk-test\n", encoding="utf-8")
+    ws = Path(workspace)
+    os.link(env, ws / "notes.txt")  # a second name of hermes's .env
+    (ws / "shortcut").symlink_to(env)
+    (ws / "plain.txt").write_text("hello\n", encoding="utf-8")
+    assert classify("cat plain.txt", workspace).level == "safe"
+    for command in ("cat notes.txt", "cat shortcut", "grep KEY src/../shortcut", f"cat {env}", "wc -l < shortcut"):
+        verdict = classify(command, workspace)
+        assert verdict.level == "unproven", command
+        assert "holds secrets" in verdict.reason, (command, verdict.reason)
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("cat ~/.ssh/id_rsa", "SSH key material"),
+        ("cat < /dev/tcp/127.0.0.1/9", "opens a network connection"),
+        ("cat /dev/udp/127.0.0.1/53", "opens a network connection"),
+        ("grep -r PRIVATE ~", "may read secrets below `~`"),
+        ("cat ~/.s*/id_rsa", "may read secrets below"),
+        ("cat ~bob/.ssh/id_rsa", "another user's home folder"),
+        ("sort --files0-from=/etc/shadow", "system password hashes"),
+        ("cat /proc/1/fd/3", "another process's"),
+        ("strings /proc/self/environ", "another process's"),
+        ("grep -f/root/.ssh/id_rsa x", "SSH key material"),
+        ("echo ~/.ssh/id_rsa | xargs cat", "xargs hands `cat` file names"),
+    ],
+)
+def test_secret_reads_and_network_devices_say_why(command: str, reason: str, workspace: str) -> None:
+    verdict = classify(command, workspace)
+    assert verdict.level == "unproven"
+    assert reason in verdict.reason, verdict.reason
+
+
+def test_printing_a_secret_path_is_not_reading_it(workspace: str) -> None:
+    assert classify("echo ~/.ssh/id_rsa", workspace).level == "safe"
+    assert classify("ls -la ~", workspace).level == "safe"
+
+
+def test_a_huge_sed_or_awk_program_is_unproven_not_safe(workspace: str) -> None:
+    assert classify("sed 's/a/b/g;" + "s/a/b/g;" * 1000 + "'", workspace).level == "safe"
+    for command in ("sed '" + "s/a/b/g;" * 20_000 + "'", "awk '" + "{print $1} " * 20_000 + "'"):
+        verdict = classify(command, workspace)
+        assert verdict.level == "unproven" and "too long to inspect" in verdict.reason, verdict

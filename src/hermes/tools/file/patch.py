@@ -66,7 +66,7 @@ def patch(args: dict[str, Any], **kw: Any) -> str:
     if old == new:
         raise ToolError("'new_string' is identical to 'old_string'; there is nothing to change")
     path = resolve_path(raw)
-    check_write(path, kw, raw)
+    check_write(path, kw, raw, tool="patch")
     shown = display(path)
     if stat_or_none(path) is None:
         raise ToolError(f"'path': {shown} does not exist; create it with write_file")

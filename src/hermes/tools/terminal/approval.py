@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -47,10 +47,12 @@ from hermes.tools.terminal.shellparse import (
     Script,
     Token,
     TooComplex,
+    TooLarge,
     Word,
     lex,
     parse,
     parse_tokens,
+    step_budget,
 )
 
 __all__ = ["PATTERNS", "UNPROVEN_ID", "Verdict", "classify", "classify_input", "findings", "stdin_kind"]
@@ -125,6 +127,9 @@ class Analyzer:
             return False
         try:
             script = parse(text, depth)
+        except TooLarge:
+            self.add("too_large", text[:200])
+            return False
         except TooComplex:
             self.add("uninspectable", text[:200])
             return False
@@ -284,10 +289,28 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def _inspecting() -> Iterator[None]:
+    """One inspection: the garbage collector paused and one budget of reading steps for every text
+    read (:func:`~hermes.tools.terminal.shellparse.step_budget`)."""
+    with _no_gc(), step_budget():
+        yield
+
+
+def _run(analyzer: Analyzer, run: Callable[[], object], segment: str) -> None:
+    """Run one walk of the analyzer; reading that runs out of steps or depth inside a rule becomes a finding."""
+    try:
+        run()
+    except TooLarge:
+        analyzer.add("too_large", segment[:200])
+    except (TooComplex, RecursionError, OSError):
+        analyzer.add("uninspectable", segment[:200])
+
+
 def _analyze(command: str, cwd: str | None = None) -> Analyzer:
     analyzer = Analyzer(cwd)
-    with _no_gc():
-        analyzer.text(command, 0)
+    with _inspecting():
+        _run(analyzer, lambda: analyzer.text(command, 0), command)
     return analyzer
 
 
@@ -305,7 +328,7 @@ def findings(command: str, cwd: str | None = None, safe_programs: tuple[str, ...
     commands may write (the session's workspace; None: ``cwd``; unknown: no write is proven) — a write
     in a ``cwd`` outside it is not proven. ``safe_programs`` are command prefixes the person declared to
     have known effects (``approvals.safe_programs``)."""
-    with _no_gc():
+    with _inspecting():
         try:
             toks: list[Token] | None = lex(command)
         except (TooComplex, RecursionError):
@@ -317,9 +340,9 @@ def findings(command: str, cwd: str | None = None, safe_programs: tuple[str, ...
             return []
         analyzer = Analyzer(cwd)
         if toks is None:
-            analyzer.text(command, 0)
+            _run(analyzer, lambda: analyzer.text(command, 0), command)
         else:
-            analyzer.script(parse_tokens(toks, command), 0)
+            _run(analyzer, lambda: analyzer.script(parse_tokens(toks, command), 0), command)
     return analyzer.found + _unproven(reasons)
 
 
@@ -348,11 +371,12 @@ def classify_input(kind: str, text: str, cwd: str | None = None,
     """Findings in ``text`` written to the stdin of a program that reads it as ``kind``: for a shell,
     the same proof as a command; program text for an interpreter is never proven."""
     analyzer = Analyzer(cwd)
-    with _no_gc():
-        analyzer.feed(kind, text, 0, "stdin")
+    with _inspecting():
+        _run(analyzer, lambda: analyzer.feed(kind, text, 0, "stdin"), text)
+        reasons = prove(text, cwd, safe_programs, workspace=workspace) if kind == "shell" else []
     found = analyzer.found
     if kind == "shell":
-        found = found + _unproven(prove(text, cwd, safe_programs, workspace=workspace))
+        found = found + _unproven(reasons)
     elif kind == "code":
         found = found + _unproven([("input to an interpreter is program code whose effects are not known",
                                     text[:200])])

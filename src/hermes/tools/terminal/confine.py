@@ -15,7 +15,6 @@ runs unsandboxed and the classifier's rules for unsandboxed commands decide.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from hermes.tools import sandbox
@@ -31,10 +30,7 @@ def _request(command: str, pattern_id: str) -> Verdict:
 
 def session_workspace(session: SessionView | None) -> str:
     """The session's working directory: ``terminal.cwd`` from config.yaml, else hermes's own."""
-    configured = gate.config_for(session).get("terminal.cwd")
-    if isinstance(configured, str) and configured:
-        return os.path.abspath(os.path.expanduser(configured))
-    return os.getcwd()
+    return sandbox.session_workspace(gate.config_for(session))
 
 
 def prepare(command: str, args: dict[str, Any], kw: dict[str, Any], session: SessionView | None,

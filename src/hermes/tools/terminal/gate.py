@@ -23,84 +23,28 @@ pattern id of a dangerous finding, the simple command itself (as a prefix) of an
 
 from __future__ import annotations
 
-import logging
-import threading
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from hermes.config.paths import HermesPaths
-from hermes.config.yamlfile import ConfigFile
-from hermes.errors import ApprovalDenied, ConfigError
+from hermes.errors import ApprovalDenied
+from hermes.tools.approvals import (
+    SESSION_STATE_KEY,
+    ApprovalRequest,
+    ask,
+    config_for,
+    config_path,
+    effective_mode,
+    remember_always,
+    session_approvals,
+    string_list,
+)
 from hermes.tools.context import SessionView, session_of
-from hermes.tools.requests import APPROVAL_CHOICES, Request, normalise_answer
+from hermes.tools.requests import normalise_answer
 from hermes.tools.terminal.approval import UNPROVEN_ID, Verdict, findings
 from hermes.tools.terminal.patterns import FLOOR_IDS, PATTERNS
-from hermes.tools.toolsets import Surface
 
-SESSION_STATE_KEY = "terminal.approvals"
-_MODES = {"ask": "ask", "manual": "ask", "smart": "ask", "yolo": "yolo", "off": "yolo", "deny": "deny"}
-_config_lock = threading.Lock()
-logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ApprovalRequest(Request):
-    """``Request(kind="approval")`` for a dangerous command; build it with :meth:`for_command`.
-
-    The payload holds ``command``, ``reason``, ``pattern`` and ``segment`` of the first finding,
-    ``findings`` (every finding to approve), and ``choices``. The surface answers one of
-    ``"once"``, ``"session"``, ``"always"``, ``"deny"`` (None: nobody answered, a denial).
-    """
-
-    @classmethod
-    def for_command(cls, command: str, pending: list[Verdict]) -> ApprovalRequest:
-        first = pending[0]
-        return cls(
-            kind="approval",
-            payload={
-                "command": command,
-                "reason": first.reason,
-                "pattern": first.pattern_id,
-                "segment": first.segment,
-                "findings": [{"pattern": v.pattern_id, "reason": v.reason, "segment": v.segment} for v in pending],
-                "choices": list(APPROVAL_CHOICES),
-            },
-        )
-
-
-# -- configuration ---------------------------------------------------------------------------------
-def config_for(session: SessionView | None) -> ConfigFile:
-    """The session's config.yaml, or HERMES_HOME's when there is no session (an unreadable file: empty)."""
-    if session is not None and session.settings is not None:
-        return session.settings.config
-    path = HermesPaths.current().config
-    try:
-        return ConfigFile.load(path)
-    except ConfigError:
-        return ConfigFile(path)
-
-
-def config_path(session: SessionView | None) -> Path:
-    if session is not None and session.settings is not None:
-        return session.settings.paths.config
-    return HermesPaths.current().config
-
-
-def string_list(value: Any) -> list[str]:
-    """A config value that should be a list of strings (a lone string counts as a one-item list)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [str(v) for v in value if isinstance(v, str | int | float)]
-    return []
-
-
-def effective_mode(config: ConfigFile, surface: Surface | None) -> str:
-    """``ask``, ``yolo`` or ``deny`` for this surface."""
-    if surface == Surface.CRON:
-        return _MODES.get(str(config.get("approvals.cron_mode", "deny")).strip().lower(), "deny")
-    return _MODES.get(str(config.get("approvals.mode", "ask")).strip().lower(), "ask")
+# the shared flow (hermes.tools.approvals) is used through this module by the terminal family
+__all__ = ["SESSION_STATE_KEY", "ApprovalRequest", "approval_key", "authorize", "check", "config_for", "config_path",
+           "effective_mode", "is_allowed", "normalise_answer", "remember_always", "safe_programs", "string_list"]
 
 
 def _prefix_allows(entry: str, segment: str) -> bool:
@@ -134,38 +78,6 @@ def _covered(verdict: Verdict, dangerous: list[Verdict]) -> bool:
 def safe_programs(kw: dict[str, Any]) -> tuple[str, ...]:
     """``approvals.safe_programs``: command prefixes the person declared to have known effects."""
     return tuple(string_list(config_for(session_of(kw)).get("approvals.safe_programs")))
-
-
-def _session_ids(session: SessionView | None) -> set[str]:
-    if session is None:
-        return set()
-    ids = session.state.get(SESSION_STATE_KEY)
-    if not isinstance(ids, set):
-        ids = set()
-        session.state[SESSION_STATE_KEY] = ids
-    return ids
-
-
-def remember_always(session: SessionView | None, pattern_ids: list[str]) -> Path:
-    """Append pattern ids to ``approvals.allow`` in config.yaml (round-trip: comments are kept)."""
-    path = config_path(session)
-    with _config_lock:
-        cfg = ConfigFile.load(path)
-        current = cfg.get("approvals.allow")
-        if isinstance(current, list):
-            for pid in pattern_ids:
-                if pid not in current:
-                    current.append(pid)
-            merged = list(current)
-        else:
-            merged = string_list(current)
-            merged += [p for p in pattern_ids if p not in merged]
-            cfg.set("approvals.allow", merged)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        cfg.save()
-        if session is not None and session.settings is not None and session.settings.config is not cfg:
-            session.settings.config.set("approvals.allow", [str(x) for x in merged])
-    return path
 
 
 # -- the flow --------------------------------------------------------------------------------------
@@ -206,45 +118,16 @@ def check(command: str, found: list[Verdict], kw: dict[str, Any], *, what: str =
     session = session_of(kw)
     config = config_for(session)
     allow = string_list(config.get("approvals.allow"))
-    session_ids = _session_ids(session)
+    session_ids = session_approvals(session)
     # an unproven simple command that is also a dangerous finding is decided by that finding alone
     pending = [v for v in dangerous if not is_allowed(v, allow, session_ids)]
     pending += [v for v in unproven if not is_allowed(v, allow, session_ids) and not _covered(v, dangerous)]
     if not pending:
         return
-    surface = session.surface if session is not None else None
-    mode = effective_mode(config, surface)
-    if mode == "yolo":
-        return
-    if session is None or mode == "deny" or not session.surface.has_person:
-        if session is None:
-            why = "There is no session with a person to ask."
-        elif mode == "deny":
-            why = "approvals.mode is deny, so nobody is asked."
-        else:
-            why = f"Nobody can approve commands on the {session.surface.value} surface."
-        raise ApprovalDenied(_no_person_message(pending, why, session))
-    ids = list(dict.fromkeys(approval_key(v) for v in pending))
-    choice = normalise_answer(session.sink.ask(ApprovalRequest.for_command(command, pending)))
-    if choice == "once":
-        return
-    if choice == "session":
-        session_ids.update(ids)
-        return
-    if choice == "always":
-        session_ids.update(ids)
-        entries = list(dict.fromkeys(v.segment if v.level == "unproven" else v.pattern_id for v in pending))
-        entries = [e for e in entries if e]
-        try:
-            remember_always(session, entries)
-        except (ConfigError, OSError) as exc:  # approved all the same; it just will not be remembered
-            logger.warning("could not add %s to approvals.allow: %s", ", ".join(entries), exc)
-        return
-    if choice is None:
-        raise ApprovalDenied(f"nobody answered the approval request for this {what} ({pending[0].reason}); "
-                             "it was not run")
-    raise ApprovalDenied(f"the person denied this {what} ({pending[0].reason}); it was not run. Do not retry "
-                         "it in another form; ask the person what they want instead.")
+    entries = list(dict.fromkeys(v.segment if v.level == "unproven" else v.pattern_id for v in pending))
+    ask(session, config, ApprovalRequest.for_command(command, pending),
+        ids=list(dict.fromkeys(approval_key(v) for v in pending)), entries=[e for e in entries if e], what=what,
+        no_person=lambda why: _no_person_message(pending, why, session))
 
 
 def authorize(command: str, kw: dict[str, Any], cwd: str | None = None, sandboxed: bool = False,

@@ -12,6 +12,8 @@ import posixpath
 import re
 from typing import Literal
 
+from hermes.tools.approvals import FILE_WRITE_ID, FILE_WRITE_REASON
+
 Level = Literal["floor", "dangerous", "unproven", "safe"]
 
 PATTERNS: dict[str, tuple[Level, str]] = {
@@ -22,6 +24,7 @@ PATTERNS: dict[str, tuple[Level, str]] = {
     "fork_bomb": ("floor", "fork bomb"),
     "shutdown": ("floor", "shutting down, halting or rebooting the machine"),
     "chmod_root": ("floor", "recursive permission or ownership change of / or a top-level system directory"),
+    "too_large": ("floor", "command too large to inspect (tens of thousands of words): put it in a script file"),
     # -- dangerous: asked, or allowed by configuration -------------------------------------------
     "rm_recursive": ("dangerous", "recursive delete"),
     "rm_glob": ("dangerous", "delete with a glob over a broad directory"),
@@ -51,6 +54,8 @@ PATTERNS: dict[str, tuple[Level, str]] = {
     # -- asking for more than the OS sandbox gives (terminal's network / sandbox arguments) --------
     "sandbox_network": ("dangerous", "network access from inside the sandbox"),
     "sandbox_escape": ("dangerous", "running a command outside the sandbox"),
+    # asked by the file tools (hermes.tools.approvals), listed here so approvals.allow knows the id
+    FILE_WRITE_ID: ("dangerous", FILE_WRITE_REASON),
 }
 
 FLOOR_IDS = frozenset(k for k, (level, _) in PATTERNS.items() if level == "floor")

@@ -141,7 +141,9 @@ class Places:
         ws = self.workspace
         if ws is None:
             return f"writes `{shown[:60]}` but the workspace is not known"
-        real = os.path.realpath(path)
+        real = real_or_none(path)
+        if real is None:
+            return f"writes `{shown[:60]}`, whose place cannot be resolved (a link this user may not follow)"
         if real.startswith(_SPECIAL):
             return f"writes `{shown[:60]}`, which leads to the special file {real[:80]}"
         if ws != self.home and (ws == "/" or (posixpath.dirname(ws) == "/" and posixpath.basename(ws) in SYSTEM_DIRS)):
@@ -163,6 +165,15 @@ class Places:
             return f"writes `{shown[:60]}`, a file with other hard links"
         return None
 
+
+
+def real_or_none(path: str) -> str | None:
+    """``os.path.realpath(path)``, or None when a link on the way cannot be read (``/proc/1/fd/3``
+    as a normal user raises instead of resolving)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
 
 
 _REAL_DIRS: dict[str, str] = {}

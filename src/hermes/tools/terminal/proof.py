@@ -17,7 +17,9 @@ failed (empty: proven). A simple command is proven when
   (the directory the command starts in) from every directory ``cd``/``pushd`` may have moved to,
   following symbolic links that exist now, is not in a ``.git`` directory, a home dot-file, a file
   with other hard links, or a special file under ``/proc``, ``/sys`` or ``/dev`` (``/dev/null``,
-  ``/dev/stdout`` and ``/dev/stderr`` excepted).
+  ``/dev/stdout`` and ``/dev/stderr`` excepted);
+* nothing it reads holds secrets (SSH keys, credential stores, hermes's ``.env``) and nothing opens a
+  network connection through ``/dev/tcp`` or ``/dev/udp`` (:mod:`~hermes.tools.terminal.reads`).
 
 Directories are tracked as the set of every place ``cd`` may have reached (a ``cd`` that fails, or one
 inside a subshell, leaves the shell elsewhere), so the set only grows. Work is bounded: one pass of
@@ -35,6 +37,7 @@ import shutil
 from hermes.tools.terminal import known
 from hermes.tools.terminal.gitcheck import git_reason
 from hermes.tools.terminal.places import TOO_COMPLEX, Places, inside, real_dir
+from hermes.tools.terminal.reads import ReadCheck
 from hermes.tools.terminal.shellparse import lex
 from hermes.tools.terminal.shelltokens import SUB, WRITE_REDIRECTS, Op, Token, TooComplex, Word
 
@@ -106,6 +109,7 @@ class Prover(Places):
         self.memo: dict[tuple[object, ...], str | None] = {}
         self.located: dict[tuple[str, int, str], str | None] = {}
         self.stopped = False  # the walk gave up (too many commands)
+        self.reads = ReadCheck(self.home)
 
     def fail(self, reason: str, segment: str) -> None:
         if len(self.reasons) < MAX_REASONS:
@@ -187,6 +191,12 @@ class Prover(Places):
         version, copies = self.cwd_version, len(self.copied)
         why, texts, globbed = self.program(texts, globbed, writes)
         segment = " ".join(texts) or segment or " ".join(f"{op.op} {t.text}" for op, t in redirects)
+        if why is None:
+            network = [t.text for op, t in redirects if t.text.startswith(("/dev/tcp/", "/dev/udp/"))]
+            inputs = [t.text for op, t in redirects if op.op in ("<", "<>")]
+            via_xargs = "xargs" in [w.text for w in words[: len(words) - len(texts)]]
+            why = ReadCheck.network(network[0]) if network else self.reads.reason(texts, inputs, self.cwds,
+                                                                                    via_xargs)
         if why is None:
             why = self.check_writes(writes, segment)
         if version == self.cwd_version and copies == len(self.copied) and len(self.memo) < 4096:
@@ -358,3 +368,5 @@ def prove(command: str, cwd: str | None = None, safe_programs: tuple[str, ...] =
         return Prover(cwd, safe_programs, workspace).run(command, toks)
     except (RecursionError, MemoryError):
         return [(TOO_COMPLEX, command[:200])]
+    except OSError as exc:  # a look at the file system failed in a way not foreseen: not proven
+        return [(f"{TOO_COMPLEX} (the file system answered {exc.__class__.__name__})", command[:200])]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import fnmatch
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import IO, Any
 
-from hermes.redact import is_secret_name, redact, secret_values
+from hermes.redact import redact, secret_values
 
 MAX_OUTPUT_CHARS = 40_000
 OUTPUT_MARKER = "[hermes: output truncated"
@@ -26,15 +25,13 @@ CHILD_DEFAULTS = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"
 
 
 def child_env(passthrough: Iterable[str] = (), base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for a child: hermes's own, minus variables whose names look secret
-    (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``), except those matching ``passthrough``
-    (names or shell-style patterns from ``terminal.env_passthrough``)."""
-    source = os.environ if base is None else base
-    allowed = [p for p in passthrough if isinstance(p, str) and p]
-    env = {
-        k: v for k, v in source.items()
-        if not is_secret_name(k) or any(k == p or fnmatch.fnmatchcase(k, p) for p in allowed)
-    }
+    """The environment for a child: hermes's own, minus variables that hold secrets — by name
+    (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``, ``DATABASE_URL``, ``*_DSN``) or by value (a URL
+    with a password, a provider key; :func:`hermes.tools.sandbox.scrub_env`) — except those matching
+    ``passthrough`` (names or shell-style patterns from ``terminal.env_passthrough``)."""
+    from hermes.tools.sandbox import scrub_env
+
+    env = scrub_env(os.environ if base is None else base, passthrough)
     env.update(CHILD_DEFAULTS)
     return env
 

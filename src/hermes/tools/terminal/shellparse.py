@@ -10,6 +10,15 @@ Every character is consumed once (regular expressions are only anchored at the c
 never backtrack over earlier text), so a 1 MB command line is read in linear time. Nesting deeper than
 :data:`MAX_DEPTH` raises :class:`TooComplex` instead of recursing without bound.
 
+The work is also bounded in absolute terms: every word, operator, quoted piece, expansion and
+here-document line the reader produces is a *step*, and the steps of one inspection (the command and
+every text read as a script inside it — ``bash -c`` code, substitutions, text piped into a shell) are
+counted together (:func:`step_budget`). Past :data:`MAX_STEPS` the reader raises :class:`TooLarge`,
+which the classifier turns into a refusal ("too large to inspect"), never into "safe". Long quoted
+strings, here-document bodies and long words are a few steps however long they are (a here-document
+is only read line by line, which costs little, unless it is fed to a shell), so the limit only meets
+command lines of tens of thousands of separate words.
+
 Words keep variable references as ``$NAME`` (``${NAME}`` is written the same way) and mark each
 substitution with a NUL stand-in character; the parsed substitution is kept in :attr:`Word.subs`.
 """
@@ -17,6 +26,9 @@ substitution with a NUL stand-in character; the parsed substitution is kept in :
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from hermes.tools.terminal.shelltokens import (
     REDIRECTS,
@@ -25,15 +37,18 @@ from hermes.tools.terminal.shelltokens import (
     Op,
     Token,
     TooComplex,
+    TooLarge,
     Word,
     decode_escapes,
     has_fork_bomb,
 )
 
-__all__ = ["MAX_DEPTH", "SUB", "Command", "Op", "Script", "Token", "TooComplex", "Word", "decode_escapes", "lex",
-           "parse", "parse_tokens"]
+__all__ = ["MAX_DEPTH", "MAX_STEPS", "SUB", "Command", "Op", "Script", "Token", "TooComplex", "TooLarge", "Word",
+           "decode_escapes", "lex", "parse", "parse_tokens", "step_budget"]
 
 MAX_DEPTH = 12
+#: steps (words, operators, quoted pieces, expansions, here-document lines) one inspection may take
+MAX_STEPS = 60_000
 
 _PLAIN = re.compile(r"[^ \t\n'\"\\$`;&|<>()]+")
 # a run of unquoted words without globs or expansions, and of separators other than ( ) < > newline;
@@ -74,14 +89,42 @@ class Script:
         self.fork_bomb = fork_bomb
 
 
+class _Budget:
+    """The steps left to one inspection; shared by every reader it starts."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, steps: int) -> None:
+        self.left = steps
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise TooLarge(f"more than {MAX_STEPS:,} words and operators")
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("shell_read_budget", default=None)
+
+
+@contextmanager
+def step_budget(steps: int = MAX_STEPS) -> Iterator[None]:
+    """Count every reading started inside the block against one budget of ``steps`` steps."""
+    token = _BUDGET.set(_Budget(steps))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
 _NO_SUBS: list[Script] = []  # shared by words without substitutions; never mutated
 _EMPTY_SCRIPT = Script([], False)  # what an empty substitution runs; shared
 
 
 class _Lexer:
-    def __init__(self, s: str, depth: int) -> None:
+    def __init__(self, s: str, depth: int, budget: _Budget | None = None) -> None:
         if depth > MAX_DEPTH:
             raise TooComplex("nested too deeply")
+        self.budget = budget or _BUDGET.get() or _Budget(MAX_STEPS)
         self.s = s
         self.n = len(s)
         self.depth = depth
@@ -126,12 +169,16 @@ class _Lexer:
 
     def nested(self, i: int) -> tuple[Script, int]:
         """Parse ``$( ... )`` / ``<( ... )`` contents starting at ``i``; return the script and the end."""
-        sub = _Lexer(self.s, self.depth + 1)
+        sub = _Lexer(self.s, self.depth + 1, self.budget)
         end = sub.run(i, nested=True)
         return parse_tokens(sub.toks, self.s[i:end]), end
 
     def sub_text(self, text: str) -> Script:
-        return parse(text, self.depth + 1) if text.strip() else _EMPTY_SCRIPT
+        if not text.strip():
+            return _EMPTY_SCRIPT
+        sub = _Lexer(text, self.depth + 1, self.budget)
+        sub.run()
+        return parse_tokens(sub.toks, text)
 
     # -- the scanner ----------------------------------------------------------------------------
     def run(self, i: int = 0, nested: bool = False) -> int:
@@ -143,8 +190,12 @@ class _Lexer:
         run_tokens = _RUN_TOKEN.findall
         shared = SHARED_OPS
         op_match = _OP.match
+        budget = self.budget
         parens = 0
         while i < n:
+            budget.left -= 1
+            if budget.left < 0:
+                budget.spend(0)
             c = s[i]
             kind = kinds.get(c, 0)
             if ((kind == 0 and not self.in_word) or (kind == 2 and c != "(" and c != ")")) and \
@@ -154,7 +205,11 @@ class _Lexer:
                 m = run_match(s, i)  # fast path: plain words and simple separators, tokenized in C
                 if m is not None and m.end() > i:
                     text = m.group(0)
-                    toks.extend([shared.get(t) or Word(t, False, False, False, _NO_SUBS) for t in run_tokens(text)])
+                    if len(text) > 4 * budget.left:  # count a prefix first, so a huge run stops early
+                        budget.spend(len(run_tokens(text, 0, 4 * budget.left)) - 1)
+                    found = run_tokens(text)
+                    budget.spend(len(found))
+                    toks.extend([shared.get(t) or Word(t, False, False, False, _NO_SUBS) for t in found])
                     i = m.end()
                     last = toks[-1]
                     if (i < n and s[i] in "<>" and text[-1] not in " \t" and isinstance(last, Word)
@@ -261,7 +316,11 @@ class _Lexer:
     def double(self, i: int) -> int:
         s, n = self.s, self.n
         self.in_word = self.quoted = True
+        budget = self.budget
         while i < n:
+            budget.left -= 1
+            if budget.left < 0:
+                budget.spend(0)
             c = s[i]
             if c == '"':
                 return i + 1
@@ -298,7 +357,9 @@ class _Lexer:
             return end
         if nxt == "{":
             depth, pos = 1, i + 2
+            budget = self.budget
             while depth and pos < n:
+                budget.spend(1)
                 m = _BRACES.search(s, pos)
                 if m is None:
                     pos = n

@@ -24,6 +24,10 @@ class TooComplex(Exception):
     """The command nests deeper than ``shellparse.MAX_DEPTH``; it cannot be inspected."""
 
 
+class TooLarge(TooComplex):
+    """Reading the command took more than ``shellparse.MAX_STEPS`` steps; it cannot be inspected in time."""
+
+
 def decode_escapes(text: str) -> str:
     """Decode the backslash escapes of ``$'...'`` strings (also used for ``printf``/``echo -e``)."""
 
