@@ -106,7 +106,7 @@ def shell_line(command: str, cwd: str | None, env: Mapping[str, str], timeout: f
         parts.append("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()))
     run = f"bash -c {shlex.quote(command)}"
     if timeout is not None:
-        run = f"exec timeout -k 2 {max(1, int(round(timeout)))} {run}"
+        run = f"exec timeout -k 2 {max(1, round(timeout))} {run}"
     parts.append(run)
     return "; ".join(parts)
 

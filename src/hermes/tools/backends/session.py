@@ -96,5 +96,5 @@ def close_all() -> None:
     for backend in backends:
         try:
             backend.close()
-        except Exception:  # noqa: BLE001 - closing one must not stop the others
+        except Exception:
             continue

@@ -124,7 +124,7 @@ class SSHBackend(Backend):
             except asyncssh.PermissionDenied:
                 raise BackendError(f"{self.describe()}: the server refused the login (no accepted key: set "
                                    "terminal.ssh.key_file or load the key into the SSH agent)") from None
-            except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+            except (TimeoutError, OSError, asyncssh.Error) as exc:
                 raise BackendError(f"{self.describe()}: cannot connect: {exc}") from None
             return self._conn
 
@@ -152,7 +152,7 @@ class SSHBackend(Backend):
                 self._dropped()
                 if not retry or attempt == 2:
                     raise ConnectionLost(f"{self.describe()}: the connection dropped ({exc})") from None
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 self._dropped()
                 raise BackendError(f"{self.describe()}: no answer within {timeout:g} s") from None
         raise AssertionError("unreachable")
@@ -286,7 +286,7 @@ class SSHBackend(Backend):
                 raise BackendError(f"{path} does not exist on {self.describe()}") from None
             except asyncssh.SFTPError as exc:
                 raise BackendError(f"cannot read {path} on {self.describe()}: {exc.reason}") from None
-            return bytes(data)
+            return data if isinstance(data, bytes) else data.encode()
 
         return self._call(go, 300.0)
 

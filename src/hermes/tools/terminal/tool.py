@@ -176,13 +176,14 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
 def _terminal_remote(args: dict[str, Any], kw: dict[str, Any], command: str, task: str, backend: Backend) -> str:
     """``terminal`` on a remote execution backend (:mod:`.remote`)."""
     from hermes.tools.terminal import confine, gate, remote
+    from hermes.tools.terminal.processes import manager
 
     cwd = remote.remote_workdir(backend, args.get("workdir"))
     confine.prepare_remote(command, args, kw, backend.isolated, cwd)
     env = remote.remote_env(gate.string_list(gate.config_for(session_of(kw)).get("terminal.env_passthrough")))
     if args.get("background"):
         record = remote.start_background(backend, task, command, cwd, env)
-        on_session_end(kw, f"terminal:{task}", lambda: remote.manager.kill_session(task))
+        on_session_end(kw, f"terminal:{task}", lambda: manager.kill_session(task))
         return json.dumps({"process_id": record.id, "pid": record.pid, "status": "running", "workdir": cwd,
                            "sandbox": record.sandbox,
                            "hint": "follow it with process_manage (poll, log, wait, write, kill) and this process_id"})
