@@ -25,20 +25,35 @@ LOCAL = LocalBackend({})
 _lock = threading.Lock()
 _by_task: dict[str, Backend] = {}
 _atexit = False
+#: HERMES_HOME's config.yaml by (path, mtime, size): session-less calls do not parse it each time
+_config_cache: dict[str, tuple[tuple[str, int, int], Any]] = {}
 
 
 def config_of(session: SessionView | None) -> Any:
     """The session's config.yaml, or HERMES_HOME's (an unreadable file reads as empty)."""
     if session is not None and session.settings is not None:
         return session.settings.config
+    import os
+
     from hermes.config.paths import HermesPaths
     from hermes.config.yamlfile import ConfigFile
     from hermes.errors import ConfigError
 
+    path = HermesPaths.current().config
     try:
-        return ConfigFile.load(HermesPaths.current().config)
-    except ConfigError:
+        st = os.stat(path)
+    except OSError:
         return None
+    stamp = (str(path), st.st_mtime_ns, st.st_size)
+    cached = _config_cache.get("file")
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        loaded = ConfigFile.load(path)
+    except ConfigError:
+        loaded = None
+    _config_cache["file"] = (stamp, loaded)
+    return loaded
 
 
 def _root(session: SessionView) -> SessionView:

@@ -45,6 +45,15 @@ def remote_env(passthrough: Iterable[str]) -> dict[str, str]:
     return env
 
 
+def lexical_workdir(backend: Backend, raw: object) -> str:
+    """Where the command will start, as far as it is known without asking the backend (the classifier's
+    working directory): an absolute ``workdir``, else it under the backend's ``cwd`` setting (or ``~``)."""
+    configured = backend.settings.get("cwd")
+    base = str(configured) if isinstance(configured, str) and configured.startswith("/") else "~"
+    text = str(raw) if raw is not None else base
+    return text if text.startswith(("/", "~")) else posixpath.join(base, text)
+
+
 def remote_workdir(backend: Backend, raw: object) -> str:
     """``workdir`` on the backend (``~`` is its home, a relative path is taken from its default cwd)."""
     base = backend.default_cwd()
