@@ -97,18 +97,19 @@ class ByteCap:
 
 
 def shell_line(command: str, cwd: str | None, env: Mapping[str, str], timeout: float | None) -> str:
-    """The one ``sh`` line a backend runs: change to ``cwd``, export ``env``, then ``bash -c command``
-    under ``timeout`` (coreutils: it kills the command's whole process group, exit status 124)."""
-    parts = []
+    """The one ``sh`` line a backend runs: ``bash -c`` of a script that changes to ``cwd``, exports ``env``,
+    merges stderr into stdout and runs ``command``, under coreutils ``timeout`` (it runs in a process group
+    of its own and kills that whole group at the limit: exit status 124). One fork fewer than a subshell."""
+    prologue = []
     if cwd:
-        parts.append(f"cd {shlex.quote(cwd)} || exit 126")
+        prologue.append(f"cd {shlex.quote(cwd)} || exit 126")
     if env:
-        parts.append("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()))
-    run = f"bash -c {shlex.quote(command)}"
+        prologue.append("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()))
+    prologue.append("exec 2>&1")
+    run = f"bash -c {shlex.quote(chr(10).join(prologue) + chr(10) + command)}"
     if timeout is not None:
-        run = f"exec timeout -k 2 {max(1, round(timeout))} {run}"
-    parts.append(run)
-    return "; ".join(parts)
+        run = f"timeout -k 2 {max(1, round(timeout))} {run}"
+    return run
 
 
 class Backend(ABC):

@@ -126,8 +126,9 @@ class DockerBackend(Backend):
 
         api = self._api().api
         started = time.monotonic()
-        line = "exec 2>&1; " + shell_line(command, cwd, env or {}, timeout)
-        made = api.exec_create(self._container(), ["sh", "-c", line], stdin=True, stdout=True, stderr=True)
+        line = shell_line(command, cwd, env or {}, timeout)
+        made = api.exec_create(self._container(), ["sh", "-c", f"exec {line} 2>&1"], stdin=True, stdout=True,
+                               stderr=True)
         sock = api.exec_start(made["Id"], socket=True)
         raw: socket.socket = getattr(sock, "_sock", sock)
         raw.settimeout(timeout + CLIENT_GRACE)

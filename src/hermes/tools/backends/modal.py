@@ -149,7 +149,7 @@ class ModalBackend(Backend):
         if self.closed:
             raise BackendError(f"{self.describe()}: this session's sandbox was closed")
         started = time.monotonic()
-        line = "exec 2>&1; " + shell_line(command, cwd, env or {}, timeout)
+        line = shell_line(command, cwd, env or {}, timeout)
 
         async def go() -> dict[str, Any]:
             sandbox = await self._sandbox()

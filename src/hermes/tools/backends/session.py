@@ -31,8 +31,9 @@ _config_cache: dict[str, tuple[tuple[str, int, int], Any]] = {}
 
 def config_of(session: SessionView | None) -> Any:
     """The session's config.yaml, or HERMES_HOME's (an unreadable file reads as empty)."""
-    if session is not None and session.settings is not None:
-        return session.settings.config
+    found = getattr(session.settings, "config", None) if session is not None else None
+    if found is not None:
+        return found
     import os
 
     from hermes.config.paths import HermesPaths

@@ -185,7 +185,7 @@ class SSHBackend(Backend):
         shell = self._shell
         token = secrets.token_hex(8)
         marker = f"\n__hermes_end_{token}__ ".encode()
-        shell.stdin.write(f"( {line} ) </dev/null 2>&1; printf '\\n__hermes_end_{token}__ %d\\n' $?\n".encode())
+        shell.stdin.write(f"{line} </dev/null 2>&1; printf '\\n__hermes_end_{token}__ %d\\n' $?\n".encode())
         pending = b""
         while True:
             chunk = await shell.stdout.read(65536)
@@ -214,7 +214,7 @@ class SSHBackend(Backend):
              timeout: float = 60.0, stdin: bytes | None = None, max_bytes: int = 4 * DEFAULT_MAX_CHARS) -> ExecResult:
         import asyncssh
 
-        line = "exec 2>&1; " + shell_line(command, cwd, env or {}, timeout)
+        line = shell_line(command, cwd, env or {}, timeout)
         cap = ByteCap(max_bytes)
         started = time.monotonic()
 
@@ -229,7 +229,7 @@ class SSHBackend(Backend):
                     except asyncio.CancelledError:
                         self._shell = None  # a request given up on leaves the shell in an unknown state
                         raise
-            proc = await conn.create_process(line, encoding=None)
+            proc = await conn.create_process(f"exec {line} 2>&1", encoding=None)
             if stdin:
                 proc.stdin.write(stdin)
             proc.stdin.write_eof()
