@@ -123,6 +123,10 @@ def test_portal_info_and_status_show_the_terminal_route(hermes_home: Path, gw: G
                             text=True, env=env, timeout=60)
     data = json.loads(status.stdout)
     assert data["gateway"]["terminal"]["ready"] is True and data["gateway"]["terminal"]["backend"] == "modal"
+    assert data["sandbox"]["execution_backend"] == "modal"
+    text = subprocess.run([sys.executable, "-m", "hermes", "status", "--full"], capture_output=True, text=True,
+                          env=env, timeout=60).stdout
+    assert "commands and files are on the modal backend" in text
     Task(hermes_home, gw, "nora")
     info = subprocess.run([sys.executable, "-m", "hermes", "portal", "info"], capture_output=True, text=True,
                           env=env, timeout=60)
