@@ -61,6 +61,10 @@ class SSHBackend(Backend):
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         super().__init__(settings)
+        import importlib.util
+
+        if importlib.util.find_spec("asyncssh") is None:
+            raise BackendError("terminal.backend is ssh but asyncssh is not installed (pip install 'hermes[ssh]')")
         host = _text(settings, "host")
         if not host:
             raise BackendError("terminal.backend is ssh but terminal.ssh.host is not set; run 'hermes setup "
