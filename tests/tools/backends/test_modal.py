@@ -96,6 +96,21 @@ def test_commands_and_files_run_in_one_gateway_sandbox(task: Task, gw: GatewayHa
     assert view.status_code in (404, 409), view.text  # terminated with the session
 
 
+def test_keep_sandbox_leaves_it_running(hermes_home: Path, gw: GatewayHarness) -> None:
+    t = Task(hermes_home, gw, "paula")
+    text = (hermes_home / "config.yaml").read_text()
+    (hermes_home / "config.yaml").write_text(text.replace("terminal:\n", "terminal:\n  keep_sandbox: true\n"))
+    t.session = FakeSession("t-modal", Surface.CLI, ScriptedSink(), Settings.load(HermesPaths(hermes_home)))
+    assert t.call("terminal", command="echo kept > kept.txt")["exit_code"] == 0
+    sandbox = t.session.state["execution_backend"].sandbox_id
+    t.end()
+    headers = {"authorization": f"Bearer {gw.token('paula')}"}
+    again = httpx.post(f"{gw.relay_url('modal')}/v1/sandboxes/{sandbox}/execs", headers=headers,
+                       json={"command": "cat kept.txt"}, timeout=30)
+    assert again.status_code == 200 and again.json()["output"] == "kept\n", again.text
+    httpx.post(f"{gw.relay_url('modal')}/v1/sandboxes/{sandbox}/terminate", headers=headers, json={}, timeout=30)
+
+
 def test_the_floor_applies_before_the_gateway_is_called(task: Task) -> None:
     assert "error" in task.call("terminal", command="rm -rf /")
     assert "execution_backend" not in task.session.state or task.session.state["execution_backend"].sandbox_id is None
