@@ -96,17 +96,22 @@ class ByteCap:
         return cap_bytes(self.head, self.tail, self.total)
 
 
-def shell_line(command: str, cwd: str | None, env: Mapping[str, str], timeout: float | None) -> str:
-    """The one ``sh`` line a backend runs: ``bash -c`` of a script that changes to ``cwd``, exports ``env``,
-    merges stderr into stdout and runs ``command``, under coreutils ``timeout`` (it runs in a process group
-    of its own and kills that whole group at the limit: exit status 124). One fork fewer than a subshell."""
+def shell_script(command: str, cwd: str | None, env: Mapping[str, str]) -> str:
+    """The script a backend's ``bash`` runs: change to ``cwd``, export ``env``, merge stderr into stdout,
+    then ``command``."""
     prologue = []
     if cwd:
         prologue.append(f"cd {shlex.quote(cwd)} || exit 126")
     if env:
         prologue.append("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()))
     prologue.append("exec 2>&1")
-    run = f"bash -c {shlex.quote(chr(10).join(prologue) + chr(10) + command)}"
+    return "\n".join(prologue) + "\n" + command
+
+
+def shell_line(command: str, cwd: str | None, env: Mapping[str, str], timeout: float | None) -> str:
+    """The one ``sh`` line a backend runs: ``bash -c`` of :func:`shell_script` under coreutils ``timeout``
+    (it runs in a process group of its own and kills that whole group at the limit: exit status 124)."""
+    run = f"bash -c {shlex.quote(shell_script(command, cwd, env))}"
     if timeout is not None:
         run = f"timeout -k 2 {max(1, round(timeout))} {run}"
     return run

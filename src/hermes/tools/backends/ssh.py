@@ -7,9 +7,12 @@ the usual ``~/.ssh/id_*`` are tried), ``known_hosts`` (``~/.ssh/known_hosts``), 
 is refused; false turns the check off and is unsafe), ``connect_timeout`` (10 s), ``cwd`` (where
 commands start: the home folder by default).
 
-Commands run as ``sh -c`` lines built by :func:`~.base.shell_line` (stderr merged into stdout, the
-command under coreutils ``timeout``, so a time-out kills its process group on the server). Files go over
-SFTP on the same connection; writes land in a temporary file beside the target, then a POSIX rename.
+Commands run in one resident ``bash`` per connection (job control on): each is a forked subshell that
+``eval``s the script of :func:`~.base.shell_script` (stderr merged into stdout) — a process group of its
+own, which the client kills over a second channel at the time limit. No channel, login or program start
+per command: the fast path. A command given stdin, or one started while another runs, gets a channel of
+its own (``sh -c`` of :func:`~.base.shell_line`, under coreutils ``timeout``). Files go over SFTP on the
+same connection; writes land in a temporary file beside the target, then a POSIX rename.
 
 A dropped connection is noticed by the request that was under way: a command reports
 ``connection_lost`` (its outcome is unknown), a file request is retried once on a new connection; the
@@ -24,6 +27,7 @@ import getpass
 import os
 import posixpath
 import secrets
+import shlex
 import stat
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
@@ -40,6 +44,7 @@ from hermes.tools.backends.base import (
     ExecResult,
     FileStat,
     shell_line,
+    shell_script,
 )
 
 if TYPE_CHECKING:
@@ -180,36 +185,59 @@ class SSHBackend(Backend):
             run_sync(asyncio.wait_for(shut(), 5.0), 6.0)
 
     # -- commands ------------------------------------------------------------------------------------
-    async def _in_shell(self, conn: asyncssh.SSHClientConnection, line: str, cap: ByteCap) -> int | None:
-        """Run ``line`` in the connection's resident shell (no new channel, no new login: the fast path);
-        its end is a marker line with the exit status, unique per request."""
+    async def _in_shell(self, conn: asyncssh.SSHClientConnection, script: str, timeout: float,
+                        cap: ByteCap) -> tuple[int | None, bool]:
+        """Run ``script`` in a forked subshell of the connection's resident shell — no channel, no login and no
+        program start per command (the fast path). The resident shell has job control on, so the subshell
+        is a process group of its own: at ``timeout`` the client kills that group over a second channel.
+        The end is a marker line with the exit status, unique per request. Returns (status, timed out)."""
+        import asyncssh
+
         if self._shell is None or self._shell_conn is not conn or self._shell.is_closing():
-            self._shell = await conn.create_process("exec bash --noprofile --norc", encoding=None)
+            self._shell = await conn.create_process("exec bash --noprofile --norc 2>/dev/null", encoding=None)
+            self._shell.stdin.write(b"set -m\n")  # after start-up: without a terminal, `bash -m` turns it off
             self._shell_conn = conn
         shell = self._shell
         token = secrets.token_hex(8)
         marker = f"\n__hermes_end_{token}__ ".encode()
-        shell.stdin.write(f"{line} </dev/null 2>&1; printf '\\n__hermes_end_{token}__ %d\\n' $?\n".encode())
+        shell.stdin.write((f"( eval {shlex.quote(script)} ) </dev/null 2>&1 & "
+                           f"printf '__hermes_pid_{token}__ %d\\n' $!; wait $!; "
+                           f"printf '\\n__hermes_end_{token}__ %d\\n' $?\n").encode())
+        deadline = time.monotonic() + timeout
+        pid: int | None = None
+        timed_out = False
         pending = b""
+        pid_mark = f"__hermes_pid_{token}__ ".encode()
         while True:
-            chunk = await shell.stdout.read(65536)
+            try:
+                chunk = await asyncio.wait_for(shell.stdout.read(65536), max(0.01, deadline - time.monotonic()))
+            except TimeoutError:
+                if pid is None or timed_out:
+                    raise
+                timed_out = True
+                deadline = time.monotonic() + CLIENT_GRACE
+                await conn.run(f"kill -TERM -- -{pid} 2>/dev/null; for i in 1 2 3 4 5 6 7 8 9 10; do "
+                               f"kill -0 -- -{pid} 2>/dev/null || exit 0; sleep 0.1; done; "
+                               f"kill -KILL -- -{pid} 2>/dev/null; true", timeout=CLIENT_GRACE)
+                continue
             if not chunk:
                 self._shell = None
                 raise asyncssh.ConnectionLost("the resident shell ended")
             pending += chunk
+            if pid is None:
+                at = pending.find(pid_mark)
+                if at >= 0 and b"\n" in pending[at:]:
+                    line, _, after = pending[at + len(pid_mark):].partition(b"\n")
+                    pid = int(line) if line.strip().isdigit() else None
+                    pending = pending[:at] + after
+                else:
+                    continue
             at = pending.find(marker)
-            if at >= 0:
+            if at >= 0 and b"\n" in pending[at + len(marker):]:
                 cap.add(pending[:at])
-                rest = pending[at + len(marker):]
-                while b"\n" not in rest:
-                    more = await shell.stdout.read(64)
-                    if not more:
-                        self._shell = None
-                        raise asyncssh.ConnectionLost("the resident shell ended")
-                    rest += more
-                status = rest.split(b"\n", 1)[0].strip()
-                return int(status) if status.lstrip(b"-").isdigit() else None
-            keep = len(marker) + 8
+                status = pending[at + len(marker):].split(b"\n", 1)[0].strip()
+                return (int(status) if status.lstrip(b"-").isdigit() else None), timed_out
+            keep = len(marker) + 24
             if len(pending) > keep:
                 cap.add(pending[:-keep])
                 pending = pending[-keep:]
@@ -221,15 +249,18 @@ class SSHBackend(Backend):
         line = shell_line(command, cwd, env or {}, timeout)
         cap = ByteCap(max_bytes)
         started = time.monotonic()
+        killed = False
 
         async def go() -> int | None:
+            nonlocal killed
             conn = await self._connection()
             if self._shell_lock is None:
                 self._shell_lock = asyncio.Lock()
             if stdin is None and not self._shell_lock.locked():
                 async with self._shell_lock:
                     try:
-                        return await self._in_shell(conn, line, cap)
+                        code, killed = await self._in_shell(conn, shell_script(command, cwd, env or {}), timeout, cap)
+                        return code
                     except asyncio.CancelledError:
                         self._shell = None  # a request given up on leaves the shell in an unknown state
                         raise
@@ -252,7 +283,7 @@ class SSHBackend(Backend):
         except ConnectionLost:
             return ExecResult(cap.value(), cap.total, None, time.monotonic() - started, connection_lost=True)
         elapsed = time.monotonic() - started
-        timed_out = code == 124 and elapsed >= timeout - 0.5
+        timed_out = killed or (code == 124 and elapsed >= timeout - 0.5)
         return ExecResult(cap.value(), cap.total, code, elapsed, timed_out=timed_out)
 
     # -- files ---------------------------------------------------------------------------------------
