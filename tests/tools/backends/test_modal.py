@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-import hermes.tools.file.read
-import hermes.tools.file.write
+import hermes.tools.code.tool  # noqa: F401 - registers the tools
+import hermes.tools.file.read  # noqa: F401
+import hermes.tools.file.write  # noqa: F401
 import hermes.tools.terminal.tool  # noqa: F401
 from fakes.tool_session import FakeSession, ScriptedSink
 from fakes.vendors.harness import GatewayHarness
@@ -109,6 +110,24 @@ def test_keep_sandbox_leaves_it_running(hermes_home: Path, gw: GatewayHarness) -
                        json={"command": "cat kept.txt"}, timeout=30)
     assert again.status_code == 200 and again.json()["output"] == "kept\n", again.text
     httpx.post(f"{gw.relay_url('modal')}/v1/sandboxes/{sandbox}/terminate", headers=headers, json={}, timeout=30)
+
+
+def test_execute_code_runs_in_the_sandbox_and_says_tool_calls_cannot_come_back(task: Task) -> None:
+    from hermes.tools.session import SessionContext, ToolSession
+
+    code = "import os\nprint('in', os.getcwd())\nimport hermes_tools\nprint(hermes_tools.terminal(command='true'))\n"
+    session = ToolSession(registry, ("execute_code", "terminal"),
+                          SessionContext(surface=Surface.CLI, settings=task.session.settings, task_id="t-modal-code"))
+    try:
+        out = json.loads(session.dispatch("execute_code", {"code": code}).text)
+        home = json.loads(session.dispatch("terminal", {"command": "pwd"}).text)["output"].strip()
+    finally:
+        for callback in session.state.pop(SESSION_END_KEY, {}).values():
+            callback()
+    assert "stdout" in out, out
+    assert f"in {home}" in out["stdout"], out
+    assert any("cannot call tools" in n for n in out["notes"]) and out["tool_calls_made"] == 0
+    assert out["sandbox"].startswith("modal sandbox ")
 
 
 def test_the_floor_applies_before_the_gateway_is_called(task: Task) -> None:
