@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
-import hermes.tools.code.tool  # noqa: F401 - registers the tools
-import hermes.tools.file.read  # noqa: F401
-import hermes.tools.file.write  # noqa: F401
+import hermes.tools.code.tool
+import hermes.tools.file.read
+import hermes.tools.file.write
 import hermes.tools.terminal.tool  # noqa: F401
 from fakes.tool_session import FakeSession, ScriptedSink
 from fakes.vendors.harness import GatewayHarness
