@@ -244,3 +244,39 @@ def test_host_key_checking_is_on_by_default(sshd: SSHServer, tmp_path: Path) -> 
         SSHBackend(sshd.settings(known_hosts=str(tmp_path / "none"))).exec("true")
     with pytest.raises(BackendError, match=r"terminal\.ssh\.host"):
         SSHBackend({})
+
+
+def test_keys_from_the_agent_and_upload_download(sshd: SSHServer, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None:
+        pytest.skip("needs ssh-agent and ssh-add (openssh-client)")
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+        subprocess.run(["ssh-add", "-q", str(sshd.user_key)], env=env, check=True, timeout=30)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/id_* to fall back on: only the agent has the key
+        settings = {k: v for k, v in sshd.settings().items() if k not in ("key_file", "use_agent")}
+        backend = SSHBackend(settings)
+        try:
+            assert backend.exec("echo $SSH_CONNECTION").output.startswith(b"127.0.0.1 ")
+            source = tmp_path / "up.bin"
+            source.write_bytes(bytes(range(256)) * 10)
+            backend.upload(source, str(tmp_path / "remote" / "up.bin"))
+            assert backend.download(str(tmp_path / "remote" / "up.bin"), tmp_path / "down.bin") == 2560
+            assert (tmp_path / "down.bin").read_bytes() == source.read_bytes()
+        finally:
+            backend.close()
+        no_agent = SSHBackend({**settings, "use_agent": False})
+        with pytest.raises(BackendError, match="refused the login"):
+            no_agent.exec("true")
+    finally:
+        agent.terminate()
+        agent.wait(5)
