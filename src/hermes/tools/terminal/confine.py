@@ -63,7 +63,7 @@ def prepare(command: str, args: dict[str, Any], kw: dict[str, Any], session: Ses
     return chosen
 
 
-def prepare_remote(command: str, args: dict[str, Any], kw: dict[str, Any], isolated: bool, cwd: str) -> None:
+def prepare_remote(command: str, kw: dict[str, Any], isolated: bool, cwd: str) -> None:
     """The approvals for a command that runs on a remote execution backend, before anything runs there.
 
     The local OS sandbox does not apply: the hard floor refuses, dangerous commands need approval, and

@@ -179,7 +179,7 @@ def _terminal_remote(args: dict[str, Any], kw: dict[str, Any], command: str, tas
     from hermes.tools.terminal.processes import manager
 
     # the approvals run before the backend is contacted at all (nothing starts for a refused command)
-    confine.prepare_remote(command, args, kw, backend.isolated, remote.lexical_workdir(backend, args.get("workdir")))
+    confine.prepare_remote(command, kw, backend.isolated, remote.lexical_workdir(backend, args.get("workdir")))
     cwd = remote.remote_workdir(backend, args.get("workdir"))
     env = remote.remote_env(gate.string_list(gate.config_for(session_of(kw)).get("terminal.env_passthrough")))
     if args.get("background"):
