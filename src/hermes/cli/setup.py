@@ -35,6 +35,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``setup`` options."""
     from hermes.cli.model import add_gateway_flags
 
+    parser.add_argument("part", nargs="?", choices=("terminal",),
+                        help="terminal: choose and test where the agent's commands run (docs/backends.md)")
     parser.add_argument("--section", choices=SECTIONS, help="run only one part of the wizard")
     parser.add_argument("--portal", action="store_true",
                         help="Nous Portal in one go: log in, use Nous for inference, turn on the Tool Gateway")
@@ -57,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
     from hermes.config.settings import Settings
     from hermes.errors import ConfigError
 
+    if getattr(args, "part", None) == "terminal":
+        from hermes.cli.setup_terminal import run as run_terminal_setup
+
+        return run_terminal_setup(args)
     if args.portal:
         from hermes.cli.model import run_portal_setup
 

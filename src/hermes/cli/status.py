@@ -79,7 +79,11 @@ def sandbox_status(settings: Settings) -> dict[str, Any]:
         return {"mode": None, "active": False, "available": found.available, "backend": found.backend,
                 "missing": found.missing, "error": str(exc),
                 "note": "commands are refused until the sandbox settings are fixed"}
-    return sandbox.describe(policy)
+    described = dict(sandbox.describe(policy))
+    from hermes.tools.backends.registry import chosen_name
+
+    described["execution_backend"] = chosen_name(settings.config)  # terminal.backend (docs/backends.md)
+    return described
 
 
 def model_status(settings: Settings) -> dict[str, Any]:
@@ -245,6 +249,10 @@ def render(data: dict[str, Any]) -> list[str]:
             lines.append(f"  ✓ {sb['mode']} via {sb['backend']} — {net}")
         else:
             lines.append(f"  ✗ not active: {sb['note']}")
+        where = sb.get("execution_backend") or "local"
+        if where != "local":
+            lines.append(f"  commands and files are on the {where} backend (terminal.backend); this sandbox covers "
+                         "local commands only — see docs/backends.md")
     if "scheduler" in data:
         sc = data["scheduler"]
         if sc["running"]:

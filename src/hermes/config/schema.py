@@ -249,7 +249,21 @@ SCHEMA = Schema(
         ),
         _section("file", ("allowed_roots", "list"),
                  ("search_time_limit", "number", {"default": 30.0, "minimum": 0.1, "maximum": 600})),
-        _section("terminal", ("env_passthrough", "names"), ("cwd", "text")),
+        _section(
+            "terminal", ("env_passthrough", "names"), ("cwd", "text"),
+            # execution backends (docs/backends.md): local (default), ssh, docker, modal or a plugin's name
+            ("backend", "text", {"default": "local"}), ("keep_sandbox", "flag", {"default": False}),
+            ("ssh.host", "text"), ("ssh.port", "integer", {"default": 22, "minimum": 1, "maximum": 65535}),
+            ("ssh.user", "text"), ("ssh.key_file", "text"), ("ssh.known_hosts", "text"),
+            ("ssh.host_key_check", "flag", {"default": True}), ("ssh.use_agent", "flag", {"default": True}),
+            ("ssh.connect_timeout", "number", {"default": 10.0, "minimum": 1, "maximum": 300}), ("ssh.cwd", "text"),
+            ("docker.image", "text"), ("docker.memory", "text"), ("docker.cpus", "number", {"minimum": 0.01}),
+            ("docker.pids_limit", "integer", {"minimum": 1}), ("docker.network", "text"), ("docker.mounts", "list"),
+            ("docker.base_url", "text"), ("docker.cwd", "text"),
+            ("modal.image", "text"), ("modal.cpu", "number", {"minimum": 0.01, "maximum": 1024}),
+            ("modal.memory_mib", "integer", {"minimum": 64}), ("modal.lifetime", "number", {"minimum": 1}),
+            ("modal.idle_timeout", "number", {"minimum": 1}), ("modal.cwd", "text"),
+        ),
         _section(
             "approvals",
             ("mode", "choice", {"default": "ask", "choices": _APPROVAL_MODES}),

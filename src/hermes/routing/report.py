@@ -28,6 +28,8 @@ from hermes.routing.entitlement import entitlement_for, gateway_error_text
 from hermes.routing.portal_auth import entry_expiry, refreshable, token_portal
 from hermes.routing.readiness import NOT_BUILT, NOT_BUILT_BACKEND, local_problem, serving_tools
 from hermes.routing.selection import Route, gateway_display, resolve_all
+from hermes.routing.terminal import DISPLAY as TERMINAL_DISPLAY
+from hermes.routing.terminal import TerminalRoute, chosen_backend, terminal_route
 
 OK, OTHER, BAD = "✓", "○", "✗"
 LABEL_WIDTH = 18
@@ -80,6 +82,8 @@ class GatewayReport:
     auth: AuthStatus
     routes: dict[str, RouteStatus]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: the terminal's route when ``terminal.backend`` is ``modal`` (a gateway route); None otherwise
+    terminal: TerminalRoute | None = None
 
     def rows(self) -> list[tuple[str, RouteStatus]]:
         """(label, route) per category; web gets two rows only when search and extract differ."""
@@ -99,6 +103,8 @@ class GatewayReport:
         """The GW-9 block."""
         out = ["◆ Nous Tool Gateway", _row("Nous Portal", self.auth.mark, self.auth.message)]
         out += [_row(label, r.mark, r.message) for label, r in self.rows()]
+        if self.terminal is not None:
+            out.append(_row(TERMINAL_DISPLAY, OK if self.terminal.ready else BAD, self.terminal.message))
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -109,7 +115,10 @@ class GatewayReport:
             item = asdict(r)
             item.pop("mark")
             routes[name] = item
-        return {"portal": auth, "routes": routes, "warnings": list(self.warnings)}
+        out: dict[str, Any] = {"portal": auth, "routes": routes, "warnings": list(self.warnings)}
+        if self.terminal is not None:
+            out["terminal"] = asdict(self.terminal)
+        return out
 
 
 def _same(a: RouteStatus, b: RouteStatus) -> bool:
@@ -210,7 +219,8 @@ def build_report(config: Mapping[str, Any], env: Mapping[str, str], credentials:
         from hermes.routing.portal_auth import portal_mismatch_text
 
         warnings.append(f"the stored login will not be renewed: {portal_mismatch_text(entry, env)}")
-    return GatewayReport(auth, routes, tuple(warnings))
+    terminal = terminal_route(config, env, credentials, judge) if chosen_backend(config) == "modal" else None
+    return GatewayReport(auth, routes, tuple(warnings), terminal)
 
 
 def load_report(auth_path: Path, config: Mapping[str, Any], env: Mapping[str, str], now: float | None = None

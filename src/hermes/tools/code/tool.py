@@ -126,6 +126,16 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
     def dispatcher(name: str, call_args: dict[str, Any]) -> str:
         return script.dispatch(name, call_args).text
 
+    from hermes.tools.backends.session import for_call
+
+    backend = for_call(kw)
+    if not backend.local:  # the script runs on the execution backend; its tool calls come back here
+        from hermes.tools.code.remote import run_remote
+
+        remote = run_remote(backend, code, timeout=timeout, entries=entries, dispatcher=dispatcher, limits=limits)
+        remote["tools_available"] = list(names)
+        return json.dumps(remote, ensure_ascii=False)
+
     from hermes.tools.code.runner import run_script  # subprocess, sockets, tempfile: loaded on first use
 
     def cancelled() -> bool:  # the running turn was interrupted (Ctrl-C, or a parent stopping a child agent)

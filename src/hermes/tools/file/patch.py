@@ -65,15 +65,24 @@ def patch(args: dict[str, Any], **kw: Any) -> str:
     replace_all = bool(args.get("replace_all") or False)
     if old == new:
         raise ToolError("'new_string' is identical to 'old_string'; there is nothing to change")
-    path = resolve_path(raw)
-    check_write(path, kw, raw, tool="patch")
-    shown = display(path)
-    if stat_or_none(path) is None:
+    from hermes.tools.file import remote
+
+    backend = remote.backend_for(kw)
+    if backend is None:
+        path = resolve_path(raw)
+        check_write(path, kw, raw, tool="patch")
+        key, shown = str(path), display(path)
+        found = stat_or_none(path) is not None
+    else:  # the file on the execution backend
+        shown = remote.resolve(backend, raw)
+        remote.check_write(backend, shown)
+        key = remote.key(backend, shown)
+        found = remote.exists(backend, shown)
+    if not found:
         raise ToolError(f"'path': {shown} does not exist; create it with write_file")
     tracker = tracker_for(kw)
-    key = str(path)
     with path_lock(key):
-        snap = load(path)
+        snap = load(path) if backend is None else remote.load(backend, shown)
         if snap.kind != "text":
             what = "an image" if snap.kind == "image" else f"a binary file ({snap.detail})"
             raise ToolError(f"'path': {shown} is {what}; patch edits text files only")
@@ -89,14 +98,17 @@ def patch(args: dict[str, Any], **kw: Any) -> str:
             data = snap.encode(after)
         except UnicodeEncodeError as exc:
             raise ToolError(f"'new_string' cannot be encoded as UTF-8: {exc.reason}") from None
-        try:
-            atomic_write(path, data)
-            st = os.stat(path)
-        except PermissionError:
-            raise ToolError(f"'path': permission denied writing {path}") from None
-        except OSError as exc:
-            raise ToolError(f"'path': cannot write {path}: {exc.strerror or exc}") from None
-        new_version: Version = version_of(data, st)
+        if backend is not None:
+            new_version: Version = remote.write(backend, shown, data)
+        else:
+            try:
+                atomic_write(path, data)
+                st = os.stat(path)
+            except PermissionError:
+                raise ToolError(f"'path': permission denied writing {path}") from None
+            except OSError as exc:
+                raise ToolError(f"'path': cannot write {path}: {exc.strerror or exc}") from None
+            new_version = version_of(data, st)
         kept = tracker.note_patch(key, snap.version, new_version)
     head, tail = plan.edits[0].start, len(before) - plan.edits[-1].end
     diff, truncated = unified_diff(before, after, shown, head, tail)

@@ -131,17 +131,26 @@ def _page(
 
 def read_file(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``read_file``."""
+    from hermes.tools.file import remote
     from hermes.tools.file.baseline import tracker_for
     from hermes.tools.file.content import load  # not at module level: it imports hashlib
 
-    path = resolve_path(args["path"])
-    check_read(path)
     offset = int(args.get("offset") or 1)
     limit = int(args.get("limit") or PAGE_LINES)
-    snap = load(path)
-    shown_path = display(path)
+    backend = remote.backend_for(kw)
+    if backend is None:
+        path = resolve_path(args["path"])
+        check_read(path)
+        snap = load(path)
+        shown_path = display(path)
+        key = str(path)
+    else:  # the file on the execution backend: the one its commands see
+        where = remote.resolve(backend, args["path"])
+        remote.check_read(backend, where)
+        snap = remote.load(backend, where)
+        shown_path = where
+        key = remote.key(backend, where)
     tracker = tracker_for(kw)
-    key = str(path)
     if snap.kind != "text":
         tracker.note_unreadable(key, snap.version, snap.kind)
         return json.dumps(_describe_other(snap, shown_path), ensure_ascii=False)

@@ -270,11 +270,16 @@ def _search_content(scope: Scope, args: dict[str, Any], rg: str | None, max_resu
 
 def search_files(args: dict[str, Any], **kw: Any) -> str:
     """Handler of ``search_files``."""
+    from hermes.tools.file import remote
     from hermes.tools.file.walk import CANCELLED, WalkLimits
 
-    root = _search_root(args)
     target = args.get("target") or "content"
     max_results = int(args.get("max_results") or 50)
+    backend = remote.backend_for(kw)
+    if backend is not None:  # the files of the execution backend
+        found = remote.search(backend, args, max_results)
+        return json.dumps({"target": target, "pattern": args["pattern"], **found}, ensure_ascii=False)
+    root = _search_root(args)
     scope = Scope(root, WalkLimits(time.monotonic() + time_limit(kw), cancelled=_cancel_flag(kw)))
     rg = ripgrep()
     result: dict[str, Any] = {"target": target, "pattern": args["pattern"], "path": scope.shown(root)}

@@ -21,6 +21,7 @@ from hermes.tools.paths import check_write, display, resolve_path, stat_or_none
 from hermes.tools.registry import registry
 
 if TYPE_CHECKING:
+    from hermes.tools.backends.base import Backend
     from hermes.tools.file.baseline import Version
 
 WRITE_FILE_SCHEMA: dict[str, Any] = {
@@ -92,12 +93,17 @@ def write_file(args: dict[str, Any], **kw: Any) -> str:
 
     raw = args["path"]
     content: str = args["content"]
-    path = resolve_path(raw)
-    check_write(path, kw, raw)
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ToolError(f"'content' cannot be encoded as UTF-8: {exc.reason} at position {exc.start}") from None
+    from hermes.tools.file import remote
+
+    backend = remote.backend_for(kw)
+    if backend is not None:
+        return _write_remote(backend, raw, content, data, kw)
+    path = resolve_path(raw)
+    check_write(path, kw, raw)
     shown = display(path)
     tracker = tracker_for(kw)
     key = str(path)
@@ -116,11 +122,33 @@ def write_file(args: dict[str, Any], **kw: Any) -> str:
         except OSError as exc:
             raise ToolError(f"'path': cannot write {path}: {exc.strerror or exc}") from None
         tracker.note_write(key, Version(hashlib.sha256(data).hexdigest(), st.st_size, st.st_mtime_ns))
+    return _result(shown, content, data, existing is None)
+
+
+def _result(shown: str, content: str, data: bytes, created: bool) -> str:
     lines = content.count("\n") + (0 if not content or content.endswith("\n") else 1)
-    return json.dumps(
-        {"path": shown, "bytes_written": len(data), "created": existing is None, "lines": lines},
-        ensure_ascii=False,
-    )
+    return json.dumps({"path": shown, "bytes_written": len(data), "created": created, "lines": lines},
+                      ensure_ascii=False)
+
+
+def _write_remote(backend: Backend, raw: str, content: str, data: bytes, kw: dict[str, Any]) -> str:
+    """write_file on the execution backend, under the same baseline rule."""
+    from hermes.tools.file import remote
+    from hermes.tools.file.baseline import path_lock, tracker_for
+
+    where = remote.resolve(backend, raw)
+    remote.check_write(backend, where)
+    tracker = tracker_for(kw)
+    key = remote.key(backend, where)
+    with path_lock(key):
+        existing = remote.current_version(backend, where)
+        if existing is not None:
+            version, total, kind = existing
+            problem = tracker.overwrite_problem(key, where, version, total, kind)
+            if problem is not None:
+                raise ToolError(problem)
+        tracker.note_write(key, remote.write(backend, where, data))
+    return _result(where, content, data, existing is None)
 
 
 registry.register(

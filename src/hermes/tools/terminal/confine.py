@@ -57,3 +57,13 @@ def prepare(command: str, args: dict[str, Any], kw: dict[str, Any], session: Ses
     found = findings(command, cwd, gate.safe_programs(kw), workspace)
     gate.check(command, asked + found, kw, sandboxed=chosen.sandboxed)
     return chosen
+
+
+def prepare_remote(command: str, kw: dict[str, Any], isolated: bool, cwd: str) -> None:
+    """The approvals for a command that runs on a remote execution backend, before anything runs there.
+
+    The local OS sandbox does not apply: the hard floor refuses, dangerous commands need approval, and
+    unproven ones need it too unless the backend is an isolation boundary (``isolated``: a container or a
+    managed sandbox). ``network``/``sandbox`` ask for nothing more there (the backend decides both)."""
+    found = findings(command, cwd, gate.safe_programs(kw), cwd)
+    gate.check(command, found, kw, sandboxed=isolated)

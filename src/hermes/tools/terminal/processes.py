@@ -19,7 +19,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from hermes.errors import ToolError
@@ -91,6 +91,9 @@ class BackgroundProcess:
         self.reader = threading.Thread(target=pump, args=(proc.stdout, self.output, self.done_reading.set),
                                        name=f"process-{pid_label}", daemon=True)
         self.reader.start()
+
+    def refresh(self) -> None:
+        """Bring the output up to date (a local process's output is read continuously: nothing to do)."""
 
     @property
     def running(self) -> bool:
@@ -195,6 +198,14 @@ class ProcessManager:
 
     def start(self, task_id: str, command: str, cwd: str, env: Mapping[str, str], *,
               wrap: Wrapper | None = None, sandbox: str = "off") -> BackgroundProcess:
+        def spawned(label: str) -> BackgroundProcess:
+            proc = spawn(command, cwd, env, stdin=subprocess.PIPE, wrap=wrap)
+            return BackgroundProcess(label, task_id, command, cwd, proc, sandbox)
+
+        return self.adopt(task_id, spawned)
+
+    def adopt(self, task_id: str, make: Callable[[str], BackgroundProcess]) -> BackgroundProcess:
+        """Track the process ``make(label)`` starts (local, or on an execution backend) under ``task_id``."""
         with self._lock:
             mine = self._by_task.setdefault(task_id, {})
             running = [p for p in mine.values() if p.running]
@@ -209,8 +220,7 @@ class ProcessManager:
             if not self._atexit:
                 atexit.register(self.shutdown)
                 self._atexit = True
-        proc = spawn(command, cwd, env, stdin=subprocess.PIPE, wrap=wrap)
-        record = BackgroundProcess(label, task_id, command, cwd, proc, sandbox)
+        record = make(label)
         with self._lock:
             self._by_task.setdefault(task_id, {})[label] = record
         return record
@@ -237,7 +247,7 @@ class ProcessManager:
     def shutdown(self) -> None:
         """Kill every process group still running: SIGTERM to all, a short grace, then SIGKILL."""
         with self._lock:
-            records = [p for mine in self._by_task.values() for p in mine.values()]
+            records = [p for mine in self._by_task.values() for p in mine.values() if hasattr(p, "proc")]
         alive = [p for p in records if p.running or not p.done_reading.is_set()]
         for record in alive:
             signal_group(record.proc.pid, signal.SIGTERM)

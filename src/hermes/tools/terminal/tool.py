@@ -19,6 +19,7 @@ from hermes.tools.context import SessionView, on_session_end, session_of
 from hermes.tools.registry import registry
 
 if TYPE_CHECKING:
+    from hermes.tools.backends.base import Backend
     from hermes.tools.terminal.processes import BackgroundProcess
 
 # The detector, the approval flow and the process manager are imported by the handlers on first use,
@@ -143,8 +144,13 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
     if "\x00" in command:
         raise ToolError("'command' contains a NUL character")
     session = session_of(kw)
-    cwd = _workdir(args, session)
     task = _task_id(kw)
+    from hermes.tools.backends.session import for_call
+
+    backend = for_call(kw)
+    if not backend.local:
+        return _terminal_remote(args, kw, command, task, backend)
+    cwd = _workdir(args, session)
     launch = confine.prepare(command, args, kw, session, cwd, task)
     env = _env(session)
     if args.get("background"):
@@ -167,7 +173,30 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
+def _terminal_remote(args: dict[str, Any], kw: dict[str, Any], command: str, task: str, backend: Backend) -> str:
+    """``terminal`` on a remote execution backend (:mod:`.remote`)."""
+    from hermes.tools.terminal import confine, gate, remote
+    from hermes.tools.terminal.processes import manager
+
+    # the approvals run before the backend is contacted at all (nothing starts for a refused command)
+    confine.prepare_remote(command, kw, backend.isolated, remote.lexical_workdir(backend, args.get("workdir")))
+    cwd = remote.remote_workdir(backend, args.get("workdir"))
+    env = remote.remote_env(gate.string_list(gate.config_for(session_of(kw)).get("terminal.env_passthrough")))
+    if args.get("background"):
+        record = remote.start_background(backend, task, command, cwd, env)
+        on_session_end(kw, f"terminal:{task}", lambda: manager.kill_session(task))
+        return json.dumps({"process_id": record.id, "pid": record.pid, "status": "running", "workdir": cwd,
+                           "sandbox": record.sandbox,
+                           "hint": "follow it with process_manage (poll, log, wait, write, kill) and this process_id"})
+    timeout = min(max(int(args.get("timeout") or DEFAULT_TIMEOUT), 1), MAX_TIMEOUT)
+    result = remote.run_foreground(backend, command, cwd, env, timeout)
+    result["workdir"] = cwd
+    result["sandbox"] = backend.describe() if backend.isolated else f"off ({backend.describe()})"
+    return json.dumps(result, ensure_ascii=False)
+
+
 def _log(record: BackgroundProcess, args: dict[str, Any]) -> dict[str, Any]:
+    record.refresh()
     text, dropped = record.output.snapshot()
     lines = text.splitlines()
     limit = int(args.get("limit") or LOG_LIMIT)
