@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from hermes.errors import HermesError, ToolArgumentError, ToolError
@@ -20,6 +21,8 @@ from hermes.tools.results import ToolResult
 
 logger = logging.getLogger(__name__)
 STATE_KEY = "computer_use"
+#: seconds between the steps of a sequence
+STEP_PAUSE = 0.05
 
 _POINT = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
 _STEP: dict[str, Any] = {
@@ -157,6 +160,8 @@ def computer_use(args: dict[str, Any], *, session: Any, **kw: Any) -> ToolResult
         desktop.cancelled = cancelled
         try:
             for i, step in enumerate(steps):
+                if i:
+                    time.sleep(STEP_PAUSE)  # programs see a click before the keys that follow it
                 try:
                     done.append(actions.run_step(step, state, cfg, outcome, cancelled))
                 except (ToolError, ToolArgumentError) as exc:

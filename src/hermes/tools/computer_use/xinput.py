@@ -79,6 +79,11 @@ class Input:
         self._check()
         self._fake(X.MotionNotify, x=x, y=y)
         self.x.sync()
+        # the server queues XTest events behind its input thread: wait until the pointer is there, so
+        # what follows (and the position reported back) sees it
+        deadline = time.monotonic() + 0.5
+        while self.cursor() != (x, y) and time.monotonic() < deadline:
+            time.sleep(0.001)
 
     def cursor(self) -> tuple[int, int]:
         reply = self.x.screen().root.query_pointer()

@@ -2,7 +2,7 @@
 
 Usage: python tk_board.py STATE_FILE. The window writes its state as JSON to STATE_FILE (atomically)
 once it is on screen and after every event: where the target is (root pixels), where it was clicked,
-the field's text, how often the button was pressed and the keys the field received.
+where the field and the button are, the field's text, how often the button was pressed and the keys the field received.
 """
 
 import json
@@ -21,6 +21,8 @@ def write(*_args):
     state["text"] = entry.get()
     target = canvas.winfo_rootx() + 40, canvas.winfo_rooty() + 30
     state["target"] = [target[0], target[1], 9, 9]
+    for name, widget in (("entry", entry), ("button", button)):
+        state[name] = [widget.winfo_rootx(), widget.winfo_rooty(), widget.winfo_width(), widget.winfo_height()]
     tmp = STATE + ".tmp"
     with open(tmp, "w") as out:
         json.dump(state, out)
@@ -49,6 +51,7 @@ def save():
     write()
 
 
-tk.Button(root, text="Save", command=save).pack(pady=4)
+button = tk.Button(root, text="Save", command=save)
+button.pack(pady=4)
 root.after(300, write)
 root.mainloop()
