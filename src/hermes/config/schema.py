@@ -331,7 +331,7 @@ SCHEMA = Schema(
             ("screenshot_size", "text", {"default": "1280x800"}),
             ("image_format", "choice", {"default": "png", "choices": ("png", "jpeg")}),
             ("window_manager", "text", {"default": "auto"}),
-            ("startup", "list", {"default": ()}),
+            ("startup", "list"),
             ("accessibility", "flag", {"default": True}),
             ("kill_hotkey", "text", {"default": "ctrl+alt+Escape"}),
         ),
