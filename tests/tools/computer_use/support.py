@@ -31,6 +31,8 @@ def need_desktop() -> None:
     missing = [m for m in ("mss", "Xlib", "PIL", "jeepney") if importlib.util.find_spec(m) is None]
     if missing:
         unavailable(f"the computer_use packages {missing} are not installed")
+    if importlib.util.find_spec("tkinter") is None:
+        unavailable("the Tk test window needs Python's tkinter")
     if shutil.which("Xvfb") is None:
         unavailable("Xvfb is not installed")
 

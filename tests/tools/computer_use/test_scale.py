@@ -1,6 +1,6 @@
 """The coordinate mapping between the model's scaled screenshot and the real screen (requirement T-CU):
 every model pixel maps to a real pixel that maps back to it, real pixels land inside the screenshot,
-and the area a model pixel stands for is the real pixels whose centres fall in it."""
+and a model pixel maps to the real pixel under its centre."""
 
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ def test_model_pixels_map_to_real_pixels_and_back(real: tuple[int, int], limit: 
                 rx, ry = scale.to_real(x, y)
                 assert 0 <= rx < real[0] and 0 <= ry < real[1]
                 assert scale.to_model(rx, ry) == (x, y)
-                # the real pixel's centre lies inside the model pixel it is shown in
-                assert x <= (rx + 0.5) * width / real[0] < x + 1
+                # the model pixel's centre lies inside the real pixel it is mapped to
+                assert rx <= (x + 0.5) * real[0] / width < rx + 1
 
 
 def test_one_and_a_half_times_smaller() -> None:
     scale = Scale.fit((1920, 1200), (1280, 800))
     assert scale.model == (1280, 800)
-    assert [scale.to_real(x, 0)[0] for x in range(4)] == [0, 1, 3, 4]
+    assert [scale.to_real(x, 0)[0] for x in range(4)] == [0, 2, 3, 5]  # model centres 0.5, 1.5, ... times 3/2
     assert [scale.to_model(x, 0)[0] for x in range(6)] == [0, 1, 1, 2, 3, 3]  # real centres 0.5, 1.5, ... times 2/3
     assert scale.box_to_model(111, 104, 9, 9) == [74, 69, 6, 7]
     assert scale.region_to_real(74, 69, 79, 74) == (111, 103, 9, 9)

@@ -242,6 +242,9 @@ class Desktop:
             self.hotkey.stop()
         with contextlib.suppress(Exception):
             self.camera.close()
+        if self.input is not None and self.own:
+            with contextlib.suppress(Exception):
+                self.input.close()
         if self.x is not None:
             with contextlib.suppress(Exception):
                 self.x.close()

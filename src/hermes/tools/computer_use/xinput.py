@@ -2,7 +2,8 @@
 
 Every step checks ``stopped()`` first (the kill switch and the turn's interrupt), and whatever was
 pressed is released on the way out, so a stopped action never leaves a key or button held down.
-Characters the keyboard map lacks are typed through a spare keycode remapped for the moment.
+Characters the keyboard map lacks are mapped onto spare keycodes ahead of typing (and kept for the
+session).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from hermes.tools.computer_use.keys import MODIFIERS, char_keysym, parse_combo
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 #: X buttons of one wheel notch
 WHEEL = {"up": 4, "down": 5, "left": 6, "right": 7}
+#: seconds programs get to take in a changed keyboard map before keys that use it are sent
+MAP_SETTLE = 0.1
 
 
 class Stopped(ToolError):
@@ -30,8 +33,9 @@ class Input:
         self.stopped = stopped
         self._held_keys: list[int] = []
         self._held_buttons: list[int] = []
-        self._scratch: int | None = None
-        self._scratch_sym = 0
+        #: characters typed through spare keycodes: keysym -> keycode
+        self._extra: dict[int, int] = {}
+        self._free: list[int] | None = None
 
     # -- the low level ------------------------------------------------------------------------------
     def _check(self) -> None:
@@ -69,7 +73,6 @@ class Input:
             self._key(keycode, False)
         for button in reversed(self._held_buttons[:]):
             self._button(button, False)
-        self._restore_scratch()
         self.x.sync()
 
     # -- pointer ------------------------------------------------------------------------------------
@@ -135,31 +138,47 @@ class Input:
 
     # -- keyboard -----------------------------------------------------------------------------------
     def _keycode_for(self, keysym: int) -> tuple[int, bool]:
-        """(keycode, needs shift) typing ``keysym``; a spare keycode is remapped when none has it."""
+        """(keycode, needs shift) typing ``keysym``; characters the map lacks get a spare keycode."""
         for keycode, index in self.x.keysym_to_keycodes(keysym):
             if index in (0, 1):
                 return keycode, index == 1
-        if self._scratch is None:
-            self._scratch = self._find_scratch()
-        if self._scratch_sym != keysym:
-            self.x.change_keyboard_mapping(self._scratch, [(keysym, keysym)])
+        if keysym not in self._extra:
+            self.prepare([keysym])
+        return self._extra[keysym], False
+
+    def prepare(self, keysyms: list[int]) -> None:
+        """Map the keysyms the keyboard lacks onto spare keycodes, once, ahead of typing them: a program
+        takes the new map in some time after the change, so a key sent at once could reach it unmapped.
+        The mappings stay for the session (:meth:`close` restores the spare keycodes)."""
+        if self._free is None:
+            first = int(self.x.display.info.min_keycode)
+            count = int(self.x.display.info.max_keycode) - first + 1
+            mapping = self.x.get_keyboard_mapping(first, count)
+            self._free = [first + i for i, syms in enumerate(mapping) if not any(syms)][::-1]
+        added = False
+        for keysym in dict.fromkeys(keysyms):
+            if keysym in self._extra or any(i in (0, 1) for _, i in self.x.keysym_to_keycodes(keysym)):
+                continue
+            if self._free:
+                keycode = self._free.pop()
+            elif self._extra:  # every spare keycode is taken: reuse the oldest
+                oldest = next(iter(self._extra))
+                keycode = self._extra.pop(oldest)
+            else:
+                raise ToolError("the keyboard map has no spare keycode to type this character with")
+            self.x.change_keyboard_mapping(keycode, [(keysym, keysym)])
+            self._extra[keysym] = keycode
+            added = True
+        if added:
             self.x.sync()
-            self._scratch_sym = keysym
-            time.sleep(0.01)  # let clients see the MappingNotify before the key arrives
-        return self._scratch, False
+            time.sleep(MAP_SETTLE)
 
-    def _find_scratch(self) -> int:
-        first = int(self.x.display.info.min_keycode)
-        count = self.x.display.info.max_keycode - first + 1
-        for offset, syms in reversed(list(enumerate(self.x.get_keyboard_mapping(first, count)))):
-            if not any(syms):
-                return int(first + offset)
-        raise ToolError("the keyboard map has no spare keycode to type this character with")
-
-    def _restore_scratch(self) -> None:
-        if self._scratch is not None and self._scratch_sym:
-            self.x.change_keyboard_mapping(self._scratch, [(0, 0)])
-            self._scratch_sym = 0
+    def close(self) -> None:
+        """Give the spare keycodes back (the person's own display keeps its keyboard map)."""
+        for keycode in self._extra.values():
+            self.x.change_keyboard_mapping(keycode, [(0, 0)])
+        self._extra.clear()
+        self.x.sync()
 
     def key(self, combo: str, repeat: int = 1) -> None:
         parsed = parse_combo(combo)
@@ -183,6 +202,7 @@ class Input:
 
     def type(self, text: str) -> None:
         shift = self._keycode_for(int(_shift_keysym()))[0]
+        self.prepare([char_keysym(c) for c in text if c != "\r"])
         try:
             for char in text:
                 self._check()
