@@ -49,23 +49,25 @@ class Input:
 
         xtest.fake_input(self.x, kind, detail, **kw)
 
-    def _key(self, keycode: int, down: bool) -> None:
+    def _press(self, code: int, down: bool, *, key: bool) -> None:
+        """A key (``key``) or a button going down or up, tracked so :meth:`release_all` can let go."""
         from Xlib import X
 
-        self._fake(X.KeyPress if down else X.KeyRelease, keycode)
+        held = self._held_keys if key else self._held_buttons
+        if key:
+            self._fake(X.KeyPress if down else X.KeyRelease, code)
+        else:
+            self._fake(X.ButtonPress if down else X.ButtonRelease, code)
         if down:
-            self._held_keys.append(keycode)
-        elif keycode in self._held_keys:
-            self._held_keys.remove(keycode)
+            held.append(code)
+        elif code in held:
+            held.remove(code)
+
+    def _key(self, keycode: int, down: bool) -> None:
+        self._press(keycode, down, key=True)
 
     def _button(self, button: int, down: bool) -> None:
-        from Xlib import X
-
-        self._fake(X.ButtonPress if down else X.ButtonRelease, button)
-        if down:
-            self._held_buttons.append(button)
-        elif button in self._held_buttons:
-            self._held_buttons.remove(button)
+        self._press(button, down, key=False)
 
     def release_all(self) -> None:
         """Let go of every key and button this input pressed (after a stop or an error)."""
