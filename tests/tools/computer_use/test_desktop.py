@@ -134,6 +134,41 @@ def test_the_tk_window_has_no_accessibility_tree_so_windows_are_listed(board: tu
     assert "Hermes Tk board" in names
 
 
+def settled(state_path: Path, check: Any) -> dict[str, Any]:
+    deadline = time.monotonic() + 5
+    while not check(read_state(state_path)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return read_state(state_path)
+
+
+def near(real: list[int], model: list[int]) -> bool:
+    """The real pixel is the one under the model pixel's centre (1.5 real pixels per model pixel)."""
+    return all(0 <= (m + 0.5) * 1.5 - r < 1 for r, m in zip(real, model, strict=True))
+
+
+def test_drag_right_click_double_click_shift_click_and_scroll(board: tuple[Desk, Path]) -> None:
+    desk, state_path = board
+    before = read_state(state_path)
+    left, top = before["canvas"][:2]
+    start = [(left + 200) * 2 // 3, (top + 20) * 2 // 3]
+    end = [(left + 320) * 2 // 3, (top + 60) * 2 // 3]
+    desk.ok(action="left_click_drag", start_coordinate=start, coordinate=end)
+    after = settled(state_path, lambda s: len(s["releases"]) > len(before["releases"]))
+    assert near(after["target_clicks"][-1], start) and near(after["releases"][-1], end)
+
+    desk.ok(action="right_click", coordinate=start)
+    desk.ok(action="double_click", coordinate=end)
+    desk.ok(action="wait", duration=0.7)  # past Tk's double-click time, so the next click is a single one
+    desk.ok(action="left_click", coordinate=end, hold_keys="shift")
+    desk.ok(action="scroll", coordinate=start, scroll_direction="down", scroll_amount=3)
+    desk.ok(action="scroll", coordinate=start, scroll_direction="up", scroll_amount=1)
+    after = settled(state_path, lambda s: s["wheel"]["up"] > before["wheel"]["up"])
+    assert near(after["right_clicks"][-1], start)
+    assert after["double_clicks"] == before["double_clicks"] + 1
+    assert after["shift_clicks"] == before["shift_clicks"] + 1
+    assert after["wheel"] == {"down": before["wheel"]["down"] + 3, "up": before["wheel"]["up"] + 1}
+
+
 @pytest.mark.parametrize(("args", "words"), [
     ({"action": "left_click", "coordinate": [1280, 10]}, "off the screen: the screenshot is 1280x800"),
     ({"action": "mouse_move", "coordinate": [-1, 5]}, "x must be 0..1279"),
