@@ -9,6 +9,7 @@ its own process group and is ended with it when the session ends.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
@@ -31,6 +32,8 @@ from hermes.tools.computer_use.xinput import Input
 AT_SPI_LAUNCHERS = ("/usr/libexec/at-spi-bus-launcher", "/usr/lib/at-spi2-core/at-spi-bus-launcher",
                     "/usr/lib/at-spi2/at-spi-bus-launcher")
 _ENV_LOCK = threading.Lock()
+#: displays hermes started and has not stopped yet (stopped at exit, should a session not end cleanly)
+_LIVE: set[Desktop] = set()
 _FAMILY_LOCAL = 256
 
 
@@ -131,6 +134,9 @@ class Desktop:
             log.close()
         try:
             number = _read_display_number(read_end, server)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         finally:
             os.close(read_end)
         env = {k: v for k, v in os.environ.items() if k not in ("WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
@@ -153,6 +159,7 @@ class Desktop:
         except BaseException:
             desktop.stop()
             raise
+        _LIVE.add(desktop)
         return desktop
 
     def _connect(self) -> None:
@@ -238,6 +245,7 @@ class Desktop:
 
     def stop(self) -> None:
         """End the session's display: close connections, end every process group hermes started."""
+        _LIVE.discard(self)
         if self.hotkey is not None:
             self.hotkey.stop()
         with contextlib.suppress(Exception):
@@ -286,3 +294,10 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=2.0)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # what the leader left behind in its group
+
+
+@atexit.register
+def _stop_all() -> None:
+    for desktop in list(_LIVE):
+        with contextlib.suppress(Exception):
+            desktop.stop()
