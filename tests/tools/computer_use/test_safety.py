@@ -153,3 +153,11 @@ def test_stored_secrets_are_never_typed(hermes_home: Path, desk: Callable[..., D
     assert "never types stored secrets" in session.error(action="type", text="ue-1234567")
     time.sleep(0.3)
     assert read_state(state)["text"] == "s3cr3t-val"
+
+
+def test_without_model_vision_no_screenshot_is_attached(hermes_home: Path, desk: Callable[..., Desk]) -> None:
+    write_config(hermes_home, vision=False, screen_size="640x480", screenshot_size="640x480")
+    result = desk()(action="screenshot")
+    assert not result.is_error, result.text
+    assert "images" not in result.metadata
+    assert "not attached: the session's model is not marked as accepting images" in result.text
