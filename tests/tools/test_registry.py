@@ -414,7 +414,7 @@ def test_intercepted_tool_names() -> None:
     from hermes.tools.toolsets import BROWSER_CDP, BROWSER_CORE
 
     assert {"todo_list", "memory", "session_search", "delegate_task", *BROWSER_CORE, *BROWSER_CDP,
-            "browser_exec"} == session_tools()
+            "browser_exec", "computer_use"} == session_tools()
 
 
 def test_builtin_todo_list_reaching_dispatch_gets_the_fallback() -> None:

@@ -51,11 +51,29 @@ BUDGET_NOTE = (
 )
 
 
+#: opens the user-role message that carries a tool's screenshots to the model (computer_use)
+IMAGES_NOTE = "[hermes] The image(s) the tool call(s) above returned, for you only:"
+#: what an image becomes in the stored session and, once newer ones came, in the live history
+IMAGE_LEFT_OUT = "[hermes: an image from a tool, not kept]"
+#: images from tools kept in the live history (older ones are replaced by IMAGE_LEFT_OUT)
+KEEP_TOOL_IMAGES = 3
+
+
 def from_the_person(message: dict[str, Any]) -> bool:
     """Whether ``message`` is one the person wrote (not a user-role note the loop added, like the budget note)."""
     content = message.get("content")
+    if isinstance(content, list):
+        first = content[0] if content else None
+        return message.get("role") == "user" and not (
+            isinstance(first, dict) and str(first.get("text", "")).startswith(IMAGES_NOTE))
     return message.get("role") == "user" and not (
         isinstance(content, str) and content.startswith(BUDGET_NOTE.split("{n}", 1)[0]))
+
+
+def _without_images(message: dict[str, Any]) -> dict[str, Any]:
+    parts = [p if p.get("type") != "image_url" else {"type": "text", "text": IMAGE_LEFT_OUT}
+             for p in message["content"]]
+    return {**message, "content": parts}
 
 
 INTERRUPTED_RESULT = "interrupted by the user before this tool finished"
@@ -99,6 +117,8 @@ class Agent:
         self._cancel = threading.Event()
         #: the text of the model reply streaming now (kept when the user interrupts it)
         self._streaming: list[str] = []
+        #: images the running reply's tool calls returned, by call id (shown to the model after the results)
+        self._tool_images: dict[str, list[str]] = {}
         self.session = ToolSession(self.registry, self.tools, self._context(), state=self.state)
         self._definitions = self.session.definitions()
 
@@ -201,6 +221,7 @@ class Agent:
     def _run_tools(self, calls: list[ToolCall]) -> None:
         """Run the calls of one model reply; results are appended in the order of the calls."""
         results: dict[str, str] = {}
+        self._tool_images = {}
         try:
             for group in self._groups(calls):
                 if self._cancel.is_set():
@@ -216,6 +237,33 @@ class Agent:
                     "tool_call_id": call.id,
                     "content": results.get(call.id, error_json(INTERRUPTED_RESULT)),
                 })
+            images = [url for call in calls for url in self._tool_images.get(call.id, ())]
+            if images:
+                self._append_images(images)
+
+    def _append_images(self, images: list[str]) -> None:
+        """Show the model the images tools returned: one user-role message after the results. The store
+        keeps a placeholder instead (screenshots are for the model only), and the live history keeps the
+        latest :data:`KEEP_TOOL_IMAGES`."""
+        parts: list[dict[str, Any]] = [{"type": "text", "text": IMAGES_NOTE}]
+        parts += [{"type": "image_url", "image_url": {"url": url}} for url in images]
+        message = {"role": "user", "content": parts}
+        seen = len(images)
+        for older in reversed(self.messages):
+            content = older.get("content")
+            if older.get("role") != "user" or not isinstance(content, list) or from_the_person(older):
+                continue
+            kept: list[Any] = []
+            for part in reversed(content):
+                if isinstance(part, dict) and part.get("type") == "image_url":
+                    seen += 1
+                    if seen > KEEP_TOOL_IMAGES:
+                        part = {"type": "text", "text": IMAGE_LEFT_OUT}
+                kept.append(part)
+            older["content"] = kept[::-1]
+        self.messages.append(message)
+        if self.store is not None and self.session_id is not None:
+            self.store.append_message(self.session_id, _without_images(message))
 
     def _groups(self, calls: list[ToolCall]) -> list[list[ToolCall]]:
         """Consecutive independent calls form one parallel group; interactive calls run alone."""
@@ -255,6 +303,9 @@ class Agent:
         self.sink.emit(ToolStarted(call.id, call.name, call.arguments))
         started = time.perf_counter()
         result: ToolResult = self.session.dispatch(call.name, call.arguments)
+        images = result.metadata.get("images")
+        if images:
+            self._tool_images[call.id] = [str(url) for url in images]
         self.sink.emit(ToolFinished(call.id, call.name, result.text, result.is_error,
                                     time.perf_counter() - started))
         for notice in result.metadata.get("notices", ()):

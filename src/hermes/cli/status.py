@@ -60,6 +60,8 @@ def collect(settings: Settings, *, full: bool) -> dict[str, Any]:
         data["storage"] = storage(settings.paths.home)
         data["scheduler"] = scheduler(settings.paths.home)
         data["sandbox"] = sandbox_status(settings)
+    if full or "computer_use" in (settings.requested_toolsets() or ()):
+        data["computer_use"] = computer_use_status(settings)
         if settings.get("mcp_servers"):
             from hermes.tools.mcp.tool import server_report
 
@@ -84,6 +86,19 @@ def sandbox_status(settings: Settings) -> dict[str, Any]:
 
     described["execution_backend"] = chosen_name(settings.config)  # terminal.backend (docs/backends.md)
     return described
+
+
+def computer_use_status(settings: Settings) -> dict[str, Any]:
+    """The opt-in computer_use toolset: enabled or not, and whether a display can be opened here (offline)."""
+    from hermes.errors import HermesError
+    from hermes.tools.computer_use.config import display_ready
+
+    try:
+        available, detail = display_ready(settings)
+    except HermesError as exc:
+        available, detail = False, str(exc)
+    return {"enabled": "computer_use" in (settings.requested_toolsets() or ()), "available": available,
+            "detail": detail}
 
 
 def model_status(settings: Settings) -> dict[str, Any]:
@@ -253,6 +268,12 @@ def render(data: dict[str, Any]) -> list[str]:
         if where != "local":
             lines.append(f"  commands and files are on the {where} backend (terminal.backend); this sandbox covers "
                          "local commands only — see docs/backends.md")
+    if "computer_use" in data:
+        cu = data["computer_use"]
+        lines.append("◆ Computer use (opt-in toolset computer_use)")
+        state = "enabled" if cu["enabled"] else "off — 'hermes tools enable computer_use' turns it on"
+        mark = f"✓ can run on {cu['detail']}" if cu["available"] else f"✗ cannot run here: {cu['detail']}"
+        lines.append(f"  {mark}; {state}")
     if "scheduler" in data:
         sc = data["scheduler"]
         if sc["running"]:

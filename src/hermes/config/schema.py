@@ -345,6 +345,18 @@ SCHEMA = Schema(
             ("dialog_policy", "choice", {"default": "dismiss", "choices": ("dismiss", "accept")}),
             open_tables=(ANY_TABLE,),
         ),
+        _section(
+            "computer_use",
+            ("display", "choice", {"default": "xvfb", "choices": ("xvfb", "own")}),
+            ("xvfb", "text", {"default": "Xvfb"}),
+            ("screen_size", "text", {"default": "1280x800"}),
+            ("screenshot_size", "text", {"default": "1280x800"}),
+            ("image_format", "choice", {"default": "png", "choices": ("png", "jpeg")}),
+            ("window_manager", "text", {"default": "auto"}),
+            ("startup", "list"),
+            ("accessibility", "flag", {"default": True}),
+            ("kill_hotkey", "text", {"default": "ctrl+alt+Escape"}),
+        ),
         _section("video_gen", *_ROUTED, ("provider", "text"), open_tables=(ANY_TABLE,)),
         _section(
             "vision",

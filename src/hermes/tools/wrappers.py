@@ -9,6 +9,8 @@ tool by :func:`wrappers_for`:
   chosen account handed to the handler as ``connector_account`` and named in the result.
 * :class:`ApprovalRequired` — tools registered with ``requires_approval=True``: the person is asked
   (``once`` / ``session`` / ``always`` / ``deny``) before each call; nobody to ask is a denial.
+  ``requires_approval`` may instead be a rule ``(args, session) -> bool`` deciding per call
+  (``computer_use`` asks only on the person's own display).
 
 :data:`RESULT_BUDGET` is the finish step every result passes: secrets masked, results over the
 budget (the tool's ``max_result_chars``, else the session's) cut with a marker and saved whole.
@@ -93,6 +95,9 @@ class ApprovalRequired:
     def call(self, entry: ToolEntry, args: dict[str, Any], kw: dict[str, Any], session: ToolSession,
              call_next: CallNext) -> ToolResult:
         approved: set[str] = session.state.setdefault(self.STATE_KEY, set())
+        rule = entry.options.get("requires_approval")
+        if callable(rule) and not rule(args, session):  # a rule that decides per call: not this one
+            return call_next(entry, args, kw)
         if entry.name not in approved:
             if session.context.sink is None or not session.surface.has_person:
                 raise ApprovalDenied(f"'{entry.name}' needs a person's approval and nobody can be asked here")
