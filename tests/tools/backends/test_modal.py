@@ -166,3 +166,30 @@ def test_portal_info_and_status_show_the_terminal_route(hermes_home: Path, gw: G
                           env=env, timeout=60)
     line = next(x for x in info.stdout.splitlines() if x.strip().startswith("Terminal"))
     assert "✗" in line
+
+
+def test_a_portal_login_that_expires_mid_session_is_renewed(hermes_home: Path, gw: GatewayHarness) -> None:
+    """With a portal login (not a pinned token) the backend reads the login again for every request, and
+    one that is about to expire is renewed through the portal first — an hour into a session the
+    terminal still works, on the new token."""
+    from hermes.routing.portal_login import DeviceCode, login
+
+    def approve(code: DeviceCode) -> None:
+        assert gw.side.oauth.decide(code.user_code, gw.side.accounts.get_user("paula"), True)
+
+    login(hermes_home / "auth.json", {}, gw.url, show=approve, sleep=lambda _: None)
+    t = Task(hermes_home, gw, "paula")
+    (hermes_home / ".env").write_text(f"MODAL_GATEWAY_URL={gw.relay_url('modal')}\n", encoding="utf-8")
+    t.session = FakeSession("t-modal", Surface.CLI, ScriptedSink(), Settings.load(HermesPaths(hermes_home)))
+    try:
+        assert t.call("terminal", command="echo first")["exit_code"] == 0
+        doc = json.loads((hermes_home / "auth.json").read_text())
+        before = doc["providers"]["nous"]["access_token"]
+        doc["providers"]["nous"]["expires_at"] = "2000-01-01T00:00:00Z"  # an hour later: due for renewal
+        (hermes_home / "auth.json").write_text(json.dumps(doc))
+        second = t.call("terminal", command="echo second")
+        assert second["exit_code"] == 0 and "second" in second["output"], second
+        after = json.loads((hermes_home / "auth.json").read_text())["providers"]["nous"]
+        assert after["access_token"] != before  # renewed before the relay was called
+    finally:
+        t.end()

@@ -36,6 +36,8 @@ from hermes.tools.backends.base import (
 )
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import httpx
 
 #: the most bytes of one relay answer read
@@ -52,7 +54,7 @@ class ModalBackend(Backend):
     def __init__(self, settings: Mapping[str, Any]) -> None:
         super().__init__(settings)
         self.origin: str | None = None
-        self._token: str | None = None
+        self._where: tuple[Mapping[str, Any], dict[str, str], Path] | None = None  # config, env, auth.json
         self.sandbox_id: str | None = None
         self._client: httpx.AsyncClient | None = None
 
@@ -62,20 +64,24 @@ class ModalBackend(Backend):
 
     # -- the gateway -------------------------------------------------------------------------------------
     def _access(self) -> tuple[str, str]:
-        if self.origin is None or self._token is None:
+        """The relay's origin and the token to send, read again for every request: a portal login expires
+        (hourly on our gateway) during a long session, and :func:`fresh_credentials` renews it before use —
+        under the auth.json lock, so parallel tasks renew it once."""
+        from hermes.errors import GatewayError
+        from hermes.routing.portal_auth import fresh_credentials
+        from hermes.routing.terminal import modal_access
+
+        if self._where is None:
             from hermes.config.settings import Settings
-            from hermes.errors import GatewayError
-            from hermes.routing.credentials import load_credentials
-            from hermes.routing.terminal import modal_access
 
             settings = Settings.load()
-            env = settings.env.as_dict()
-            try:
-                self.origin, self._token = modal_access(settings.config.data, env,
-                                                        load_credentials(settings.paths.auth, env))
-            except GatewayError as exc:
-                raise BackendError(str(exc)) from None
-        return self.origin, self._token
+            self._where = (settings.config.data, settings.env.as_dict(), settings.paths.auth)
+        config, env, auth = self._where
+        try:
+            self.origin, token = modal_access(config, env, fresh_credentials(auth, env))
+        except GatewayError as exc:
+            raise BackendError(str(exc)) from None
+        return self.origin, token
 
     async def _request(self, method: str, path: str, body: Any = None, timeout: float = 60.0,
                        headers: Mapping[str, str] | None = None) -> dict[str, Any]:
