@@ -12,7 +12,7 @@ from fakes.messaging import Driver
 from hermes.surfaces.messaging.access import PlatformAccess
 from surfaces.messaging.harness import GatewayThread, scripted
 
-PLATFORMS = ["irc"]
+PLATFORMS = ["irc", "telegram"]
 
 
 @pytest.fixture(scope="module")
