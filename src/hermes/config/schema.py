@@ -334,6 +334,17 @@ SCHEMA = Schema(
         _section("x_search", ("base_url", "url"), ("model", "text"),
                  ("timeout_seconds", "number", {"minimum": 10, "maximum": 900})),
         _section("security", ("allow_private_urls", "flag")),
+        # the messaging gateway (docs/messaging.md); one free-form table per platform under gateway.platforms
+        _section(
+            "gateway",
+            ("busy_mode", "choice", {"default": "queue", "choices": ("queue", "interrupt")}),
+            ("max_concurrent_turns", "integer", {"default": 16, "minimum": 1, "maximum": 1024}),
+            ("loop_max_events", "integer", {"default": 20, "minimum": 1, "maximum": 10_000}),
+            ("loop_cooldown_seconds", "number", {"default": 300.0, "minimum": 0, "maximum": 86_400}),
+            ("pairing_ttl_seconds", "number", {"default": 3600.0, "minimum": 60, "maximum": 7 * 86_400}),
+            ("idle_evict_seconds", "number", {"default": 1800.0, "minimum": 0}),
+            open_tables=("platforms",),
+        ),
         _section("plugins", open_tables=(ANY_TABLE,)),
     ),
     (Key("toolsets", "names"), Key("tool_gateway_declined_tools", "names")),

@@ -88,8 +88,10 @@ class Gateway:
         backoff_max: float = 60.0,
         status_path: Path | None = None,
         clarify_timeout: float | None = None,
+        idle_evict_seconds: float = 0.0,
     ) -> None:
         self.host = host
+        self.idle_evict_seconds = idle_evict_seconds
         self.adapters = {a.name: a for a in adapters}
         self.access = access
         self.toolsets = toolsets or {}
@@ -104,6 +106,10 @@ class Gateway:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop = asyncio.Event()
         self._filter = RedactingFilter(self.secrets)
+        for adapter in adapters:
+            use_host = getattr(adapter, "use_host", None)
+            if callable(use_host):  # a platform that talks to the host itself (the API server)
+                use_host(host)
 
     def safe(self, text: object) -> str:
         return redact(str(text), self.secrets)
@@ -118,6 +124,8 @@ class Gateway:
         for handler in handlers:
             handler.addFilter(self._filter)
         tasks = [asyncio.create_task(self._supervise(a), name=f"gateway-{a.name}") for a in self.adapters.values()]
+        if self.idle_evict_seconds > 0:
+            tasks.append(asyncio.create_task(self._evict_idle(), name="gateway-evict"))
         try:
             await self._stop.wait()
         finally:
@@ -134,6 +142,14 @@ class Gateway:
                 self._set(name, "stopped")
             for handler in handlers:
                 handler.removeFilter(self._filter)
+
+    async def _evict_idle(self) -> None:
+        """Let go of idle conversations now and then (they resume from the store when they speak again)."""
+        while True:
+            await asyncio.sleep(min(60.0, self.idle_evict_seconds))
+            gone = await asyncio.to_thread(self.host.evict_idle, self.idle_evict_seconds)
+            if gone:
+                self.write_status()
 
     def stop(self) -> None:
         """Ask :meth:`run` to end (thread-safe)."""
