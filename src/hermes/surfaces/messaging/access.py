@@ -139,6 +139,14 @@ class AccessGate:
             return Decision("cooldown", f"Too many messages in a minute here; I'll be quiet for {minutes}m.")
         return None
 
+    def prune(self) -> None:
+        """Forget the counts of chats quiet for a minute and finished cool-downs (memory of idle chats)."""
+        now = self.clock()
+        for chat in [c for c, times in self._recent.items() if not times or now - times[-1] >= 60.0]:
+            del self._recent[chat]
+        for chat in [c for c, until in self._cooling.items() if now >= until]:
+            del self._cooling[chat]
+
     # -- pairing -------------------------------------------------------------------------------------
 
     def _pairing(self, msg: Inbound) -> Decision:

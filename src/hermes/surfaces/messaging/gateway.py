@@ -147,9 +147,17 @@ class Gateway:
         """Let go of idle conversations now and then (they resume from the store when they speak again)."""
         while True:
             await asyncio.sleep(min(60.0, self.idle_evict_seconds))
-            gone = await asyncio.to_thread(self.host.evict_idle, self.idle_evict_seconds)
-            if gone:
-                self.write_status()
+            await asyncio.to_thread(self.evict_idle, self.idle_evict_seconds)
+
+    def evict_idle(self, idle_seconds: float) -> int:
+        """Let go of chats idle for ``idle_seconds``: their live sessions, listeners and loop counts."""
+        gone = self.host.evict_idle(idle_seconds)
+        for key in [k for k in self._conversations if self.host.get(k) is None]:
+            self._conversations.pop(key, None)
+        self.access.prune()
+        if gone:
+            self.write_status()
+        return gone
 
     def stop(self) -> None:
         """Ask :meth:`run` to end (thread-safe)."""
