@@ -334,6 +334,7 @@ SCHEMA = Schema(
         _section("x_search", ("base_url", "url"), ("model", "text"),
                  ("timeout_seconds", "number", {"minimum": 10, "maximum": 900})),
         _section("security", ("allow_private_urls", "flag")),
+        _section("discord", ("api_base_url", "url"), ("server_actions", "names")),
         # the messaging gateway (docs/messaging.md); one free-form table per platform under gateway.platforms
         _section(
             "gateway",
