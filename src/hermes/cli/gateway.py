@@ -1,4 +1,4 @@
-"""``hermes gateway``: the messaging gateway — Telegram, IRC and the OpenAI-compatible API server.
+"""``hermes gateway``: the messaging gateway — Telegram, Discord, IRC and the OpenAI-compatible API server.
 
 Not to be confused with ``hermes toolgateway`` (the self-hosted Tool Gateway server). ``run`` connects
 every configured platform and answers until Ctrl-C or SIGTERM; ``status`` shows each platform's state
@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("status", help="each platform's state, and whether it can run here")
     sp.add_argument("--json", action="store_true", help="print JSON")
     sp = sub.add_parser("setup", help="add or change a platform: its settings and token")
-    sp.add_argument("type", nargs="?", choices=("telegram", "irc", "api_server"), help="the platform type")
+    sp.add_argument("type", nargs="?", choices=("telegram", "discord", "irc", "api_server"), help="the platform type")
     sp.add_argument("--name", help="the table's name under gateway.platforms (default: the type)")
 
 
@@ -150,7 +150,8 @@ def _setup(settings: Settings, kind: str | None, name: str | None) -> int:
     if owner:
         values["allow_users"] = [owner]
     env_key, env_name = SECRET_ENV[kind]
-    question = {"telegram": "bot token (from @BotFather)", "irc": "SASL password (empty: none)",
+    question = {"telegram": "bot token (from @BotFather)",
+                "discord": "bot token (Developer Portal → Bot)", "irc": "SASL password (empty: none)",
                 "api_server": "API keys, comma-separated (empty: loopback only, no keys)"}[kind]
     secret = _secret(question)
     for key, value in values.items():

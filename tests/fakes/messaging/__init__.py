@@ -32,6 +32,8 @@ class Driver:
     name = ""
     group = ""  # the group chat's id as the adapter reports it
     supports_threads = False
+    #: why the thread check does not apply, where it does not
+    thread_note = "the platform has no threads"
     supports_files = True
     supports_edit = True
     #: secrets the adapter is given (they must never show up in a log)

@@ -12,7 +12,7 @@ from fakes.messaging import Driver
 from hermes.surfaces.messaging.access import PlatformAccess
 from surfaces.messaging.harness import GatewayThread, scripted
 
-PLATFORMS = ["irc", "telegram"]
+PLATFORMS = ["irc", "telegram", "discord"]
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +32,14 @@ def driver(request: pytest.FixtureRequest) -> Iterator[Driver]:
         from fakes.messaging.irc import IrcDriver
 
         made: Driver = IrcDriver(request.getfixturevalue("ngircd"))
-    else:
+    elif request.param == "telegram":
         from fakes.messaging.telegram import TelegramDriver
 
         made = TelegramDriver()
+    else:
+        from fakes.messaging.discord import DiscordDriver
+
+        made = DiscordDriver()
     yield made
     made.close()
 
@@ -102,7 +106,7 @@ def test_tool_progress_is_edited_in_place(driver: Driver, gateway: GatewayThread
 
 def test_a_thread_is_its_own_conversation(driver: Driver, gateway: GatewayThread) -> None:
     if not driver.supports_threads:
-        pytest.skip(f"{driver.name} has no threads")
+        pytest.skip(f"{driver.name}: {driver.thread_note}")
     driver.say("alice", "in a thread", thread="77")
     post = said(driver, driver.group, "re: in a thread")[0]
     assert post.thread == "77"

@@ -1,8 +1,8 @@
 """Reading the messaging gateway's configuration: ``gateway.*`` in config.yaml, tokens from the environment.
 
 Each table under ``gateway.platforms`` is one connection; its name is the platform name in
-conversation keys and ``type`` (default: the table's name) picks the adapter — ``telegram``, ``irc``
-or ``api_server`` — so two IRC networks can be two tables. Secrets are never in config.yaml: each
+conversation keys and ``type`` (default: the table's name) picks the adapter — ``telegram``, ``discord``,
+``irc`` or ``api_server`` — so two IRC networks can be two tables. Secrets are never in config.yaml: each
 table names the environment variable (``.env`` works) that holds its token. See
 docs/messaging.md for every key.
 """
@@ -19,12 +19,13 @@ if TYPE_CHECKING:
     from hermes.config.settings import Settings
     from hermes.surfaces.messaging.adapter import PlatformAdapter
 
-TYPES = ("telegram", "irc", "api_server")
+TYPES = ("telegram", "discord", "irc", "api_server")
 #: the environment variable each type reads its secret from, unless the table names another
-SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "irc": ("password_env", "IRC_PASSWORD"),
+SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "discord": ("token_env", "DISCORD_BOT_TOKEN"),
+              "irc": ("password_env", "IRC_PASSWORD"),
               "api_server": ("keys_env", "HERMES_API_KEYS")}
 #: types that cannot run without their secret
-NEEDS_SECRET = frozenset({"telegram"})
+NEEDS_SECRET = frozenset({"telegram", "discord"})
 
 
 @dataclass
@@ -122,6 +123,11 @@ def build_adapter(cfg: PlatformConfig) -> PlatformAdapter:
 
         return TelegramAdapter(cfg.secret, base_url=str(table.get("base_url") or API), name=cfg.name,
                                poll_timeout=int(table.get("poll_timeout", 25)))
+    if cfg.type == "discord":
+        from hermes.surfaces.messaging.platforms.discord import API as DISCORD_API
+        from hermes.surfaces.messaging.platforms.discord import DiscordAdapter
+
+        return DiscordAdapter(cfg.secret, base_url=str(table.get("base_url") or DISCORD_API), name=cfg.name)
     if cfg.type == "irc":
         from hermes.surfaces.messaging.platforms.irc import IrcAdapter
 
