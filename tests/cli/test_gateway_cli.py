@@ -40,13 +40,15 @@ def free_port() -> int:
 
 def test_status_says_what_cannot_run_and_why(hermes_home: Path) -> None:
     (hermes_home / "config.yaml").write_text(
-        "gateway:\n  platforms:\n    telegram: {}\n    api_server: {port: 9}\n")
+        "gateway:\n  platforms:\n    telegram: {}\n    api_server: {port: 9}\n    slack: {}\n")
+    (hermes_home / ".env").write_text("SLACK_BOT_TOKEN=xoxb-only-the-bot-token\n")
     out = hermes(hermes_home, "gateway", "status")
     assert out.returncode == 0, out.stderr
     assert "gateway: not running" in out.stdout
     assert "telegram" in out.stdout and "cannot run: TELEGRAM_BOT_TOKEN is not set" in out.stdout
     rows = json.loads(hermes(hermes_home, "gateway", "status", "--json").stdout)["platforms"]
-    assert {r["name"]: r["can_run"] for r in rows} == {"telegram": False, "api_server": True}
+    assert {r["name"]: r["can_run"] for r in rows} == {"telegram": False, "api_server": True, "slack": False}
+    assert "cannot run: SLACK_APP_TOKEN is not set" in out.stdout  # Socket Mode needs the app-level token too
 
 
 def test_run_refuses_when_nothing_can_run(hermes_home: Path) -> None:

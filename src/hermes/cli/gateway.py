@@ -1,4 +1,4 @@
-"""``hermes gateway``: the messaging gateway — Telegram, Discord, IRC and the OpenAI-compatible API server.
+"""``hermes gateway``: the messaging gateway — Telegram, Discord, Slack, IRC and the OpenAI-compatible API server.
 
 Not to be confused with ``hermes toolgateway`` (the self-hosted Tool Gateway server). ``run`` connects
 every configured platform and answers until Ctrl-C or SIGTERM; ``status`` shows each platform's state
@@ -26,7 +26,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("status", help="each platform's state, and whether it can run here")
     sp.add_argument("--json", action="store_true", help="print JSON")
     sp = sub.add_parser("setup", help="add or change a platform: its settings and token")
-    sp.add_argument("type", nargs="?", choices=("telegram", "discord", "irc", "api_server"), help="the platform type")
+    sp.add_argument("type", nargs="?", choices=("telegram", "discord", "slack", "irc", "api_server"),
+                    help="the platform type")
     sp.add_argument("--name", help="the table's name under gateway.platforms (default: the type)")
 
 
@@ -151,15 +152,23 @@ def _setup(settings: Settings, kind: str | None, name: str | None) -> int:
         values["allow_users"] = [owner]
     env_key, env_name = SECRET_ENV[kind]
     question = {"telegram": "bot token (from @BotFather)",
-                "discord": "bot token (Developer Portal → Bot)", "irc": "SASL password (empty: none)",
+                "discord": "bot token (Developer Portal → Bot)", "slack": "bot token (xoxb-…)",
+                "irc": "SASL password (empty: none)",
                 "api_server": "API keys, comma-separated (empty: loopback only, no keys)"}[kind]
     secret = _secret(question)
+    app_secret = _secret("app-level token with connections:write (xapp-…)") if kind == "slack" else ""
     for key, value in values.items():
         cfg.set(f"{base}.{key}", value)
     cfg.set(f"{base}.{env_key}", env_name)
     cfg.save()
     if secret:
         set_dotenv_value(settings.paths.env, env_name, secret)
+    if app_secret:
+        from hermes.surfaces.messaging.config import APP_TOKEN_ENV
+
+        cfg.set(f"{base}.{APP_TOKEN_ENV[0]}", APP_TOKEN_ENV[1])
+        cfg.save()
+        set_dotenv_value(settings.paths.env, APP_TOKEN_ENV[1], app_secret)
     print(f"saved {base} in {settings.paths.config}" + (f"; {env_name} in {settings.paths.env} (0600)"
                                                         if secret else ""))
     print("start it with: hermes gateway run")

@@ -4,17 +4,13 @@ typing, interaction callbacks)."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import re
-import threading
-from email.parser import BytesParser
-from email.policy import HTTP
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from fakes.messaging import Driver, Posted
+from fakes.messaging.servers import JsonHttp, WsLoop, multipart_parts
 
 TOKEN = "MTIz.discord-fake-token.do-not-log-Zq"
 BOT_ID = "999"
@@ -32,37 +28,11 @@ class DiscordDriver(Driver):
         super().__init__()
         self.ids = itertools.count(10_000)
         self.users: dict[str, str] = {}
-        self.conns: list[Any] = []
         self.pending: list[dict[str, Any]] = []
         self.seq = itertools.count(2)
-        self.identified = threading.Event()
-        self.loop = asyncio.new_event_loop()
-        started = threading.Event()
-        self.thread = threading.Thread(target=self._run_loop, args=(started,), daemon=True)
-        self.thread.start()
-        started.wait(10)
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.http.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/api/v10"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
-
-    # -- the Gateway ------------------------------------------------------------------------------------
-
-    def _run_loop(self, started: threading.Event) -> None:
-        from websockets.asyncio.server import serve
-
-        asyncio.set_event_loop(self.loop)
-
-        async def main() -> None:
-            self.stopping = asyncio.Event()
-            self.ws_server = await serve(self._session, "127.0.0.1", 0)
-            self.ws_url = f"ws://127.0.0.1:{self.ws_server.sockets[0].getsockname()[1]}"
-            started.set()
-            await self.stopping.wait()
-            self.ws_server.close()
-            await self.ws_server.wait_closed()
-
-        self.loop.run_until_complete(main())
+        self.ws = WsLoop(self._session)
+        self.http = JsonHttp(self._answer)
+        self.url = f"http://127.0.0.1:{self.http.port}/api/v10"
 
     async def _session(self, ws: Any) -> None:
         await ws.send(json.dumps({"op": 10, "d": {"heartbeat_interval": 41250}}))
@@ -72,8 +42,7 @@ class DiscordDriver(Driver):
             return
         await ws.send(json.dumps({"op": 0, "t": "READY", "s": 1, "d": {
             "v": 10, "user": {"id": BOT_ID, "username": "hermes", "bot": True}, "session_id": "s1", "guilds": []}}))
-        self.conns.append(ws)
-        self.identified.set()
+        self.ws.conns.append(ws)
         for event in self.pending:
             await ws.send(json.dumps(event))
         self.pending.clear()
@@ -84,60 +53,31 @@ class DiscordDriver(Driver):
         except Exception:
             pass
         finally:
-            if ws in self.conns:
-                self.conns.remove(ws)
+            if ws in self.ws.conns:
+                self.ws.conns.remove(ws)
 
     def _push(self, kind: str, data: Any, *, raw: str | None = None) -> None:
         event = {"op": 0, "t": kind, "s": next(self.seq), "d": data}
-
-        async def send() -> None:
-            text = raw if raw is not None else json.dumps(event)
-            if self.conns:
-                await self.conns[-1].send(text)
-            elif raw is None:
-                self.pending.append(event)
-
-        asyncio.run_coroutine_threadsafe(send(), self.loop).result(10)
+        if not self.ws.send_latest(raw if raw is not None else json.dumps(event)) and raw is None:
+            self.pending.append(event)  # delivered when the bot identifies again
 
     # -- REST ----------------------------------------------------------------------------------------------
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
-            def _any(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.headers.get("Authorization") != f"Bot {TOKEN}":
-                    status, payload = 401, {"message": "401: Unauthorized", "code": 0}
-                else:
-                    status, payload = fake.rest(self.command, self.path.removeprefix("/api/v10"),
-                                                self.headers.get("Content-Type", ""), raw)
-                body = b"" if payload is None else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _any
-
-        return Handler
+    def _answer(self, method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any]:
+        if headers.get("Authorization") != f"Bot {TOKEN}":
+            return 401, {"message": "401: Unauthorized", "code": 0}
+        return self.rest(method, path.removeprefix("/api/v10"), headers.get("Content-Type", ""), raw)
 
     def rest(self, method: str, path: str, ctype: str, raw: bytes) -> tuple[int, Any]:
         if path == "/gateway/bot":
-            return 200, {"url": self.ws_url, "shards": 1}
+            return 200, {"url": self.ws.url, "shards": 1}
         if re.fullmatch(r"/channels/\d+/typing", path) or re.fullmatch(r"/interactions/\d+/[^/]+/callback", path):
             return 204, None
         if m := re.fullmatch(r"/channels/(\d+)/messages", path):
             chat = m.group(1)
             mid = str(next(self.ids))
             if ctype.startswith("multipart/form-data"):
-                message = BytesParser(policy=HTTP).parsebytes(f"Content-Type: {ctype}\r\n\r\n".encode() + raw)
-                parts = {p.get_param("name", header="content-disposition"): p for p in message.iter_parts()}
-                upload = parts["files[0]"]
+                upload = multipart_parts(ctype, raw)["files[0]"]
                 self.record(Posted("file", chat, str(upload.get_filename()), "", mid, upload.get_payload(decode=True)))
                 return 200, {"id": mid, "channel_id": chat}
             body = json.loads(raw)
@@ -188,20 +128,12 @@ class DiscordDriver(Driver):
                                           "data": {"custom_id": button["custom_id"], "component_type": 2}})
 
     def drop(self) -> None:
-        async def drop() -> None:
-            for ws in list(self.conns):
-                await ws.close(1001, "going away")
-
-        asyncio.run_coroutine_threadsafe(drop(), self.loop).result(10)
+        self.ws.drop()
 
     def malformed(self) -> None:
         self._push("", None, raw="{this is not json")
         self._push("MESSAGE_CREATE", {"id": "1", "content": "no author or channel"})
 
     def close(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()
-
-        self.loop.call_soon_threadsafe(self.stopping.set)
-        self.thread.join(10)
-        self.loop.close()
+        self.http.close()
+        self.ws.close()

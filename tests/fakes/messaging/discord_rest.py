@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from fakes.messaging.servers import JsonHttp
 
 MESSAGES = [
     {"id": "11", "content": "first", "timestamp": "2026-12-01T10:00:00Z", "author": {"id": "1", "username": "alice"},
@@ -24,32 +24,12 @@ class FakeDiscordRest:
         self.flags = 0
         self.forbidden: set[str] = set()  # path regexes answered 403
         self.calls: list[tuple[str, str, dict[str, Any] | None]] = []
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return None
-
-            def _any(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                status, payload = fake.answer(self.command, self.path, self.headers.get("Authorization", ""), body)
-                data = b"" if payload is None else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _any
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/api/v10"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        self.http = JsonHttp(lambda method, path, headers, raw: self.answer(
+            method, path, headers.get("Authorization", ""), json.loads(raw) if raw else None))
+        self.url = f"http://127.0.0.1:{self.http.port}/api/v10"
 
     def close(self) -> None:
-        self.http.shutdown()
-        self.http.server_close()
+        self.http.close()
 
     def answer(self, method: str, path: str, auth: str, body: Any) -> tuple[int, Any]:
         if auth != f"Bot {self.token}":

@@ -68,8 +68,9 @@ def scripted(body: dict[str, Any]) -> Reply:
     from fakes.model_server import call
 
     text = last_user(body)
-    if text.startswith("long"):
-        return Reply(content="\n\n".join(f"Paragraph {i}. " + "word " * 60 for i in range(1, 21)))
+    if text.startswith("long"):  # "long N": N paragraphs of about 310 characters
+        count = int(text.split()[1]) if len(text.split()) > 1 and text.split()[1].isdigit() else 20
+        return Reply(content="\n\n".join(f"Paragraph {i}. " + "word " * 60 for i in range(1, count + 1)))
     if text.startswith("file "):
         return Reply(content=f"Here it is.\nMEDIA: {text[5:]}")
     if text.startswith("tools"):

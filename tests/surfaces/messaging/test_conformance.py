@@ -12,7 +12,7 @@ from fakes.messaging import Driver
 from hermes.surfaces.messaging.access import PlatformAccess
 from surfaces.messaging.harness import GatewayThread, scripted
 
-PLATFORMS = ["irc", "telegram", "discord"]
+PLATFORMS = ["irc", "telegram", "discord", "slack"]
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +36,14 @@ def driver(request: pytest.FixtureRequest) -> Iterator[Driver]:
         from fakes.messaging.telegram import TelegramDriver
 
         made = TelegramDriver()
-    else:
+    elif request.param == "discord":
         from fakes.messaging.discord import DiscordDriver
 
         made = DiscordDriver()
+    else:
+        from fakes.messaging.slack import SlackDriver
+
+        made = SlackDriver()
     yield made
     made.close()
 
@@ -68,14 +72,15 @@ def test_message_in_answer_out(driver: Driver, gateway: GatewayThread) -> None:
 
 def test_a_long_answer_is_split_within_the_limit(driver: Driver, gateway: GatewayThread) -> None:
     adapter = next(iter(gateway.gateway.adapters.values()))
-    driver.say("alice", "long please", direct=True)
+    count = max(20, adapter.max_text // 300 + 5)  # well over one message's limit
+    driver.say("alice", f"long {count}", direct=True)
     chat = driver.dm_chat("alice")
     posts = driver.wait_for(lambda ps: [p for p in ps if p.chat == chat] if any(
-        "Paragraph 20." in p.text for p in ps) else None)
+        f"Paragraph {count}." in p.text for p in ps) else None)
     assert len(posts) > 1
     assert all(adapter.measure(p.text) <= adapter.max_text for p in posts)
     joined = " ".join(p.text for p in posts)
-    assert all(f"Paragraph {i}." in joined for i in range(1, 21))
+    assert all(f"Paragraph {i}." in joined for i in range(1, count + 1))
 
 
 def test_a_file_goes_out_as_an_attachment(driver: Driver, gateway: GatewayThread, tmp_path: Path) -> None:

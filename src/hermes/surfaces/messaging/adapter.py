@@ -119,3 +119,15 @@ class PlatformAdapter(ABC):
         """Log a platform event that could not be understood (it is skipped; the connection goes on)."""
         self.malformed_events += 1
         logger.warning("%s: skipped a malformed event (%s): %.200r", self.name, what, detail)
+
+
+async def close_connections(ws: Any, http: Any) -> None:
+    """Close a WebSocket (waiting at most 5 s, errors ignored) and an httpx client; either may be None."""
+    import asyncio
+    import contextlib
+
+    if ws is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(ws.close(), 5)
+    if http is not None:
+        await http.aclose()

@@ -2,7 +2,7 @@
 
 Each table under ``gateway.platforms`` is one connection; its name is the platform name in
 conversation keys and ``type`` (default: the table's name) picks the adapter — ``telegram``, ``discord``,
-``irc`` or ``api_server`` — so two IRC networks can be two tables. Secrets are never in config.yaml: each
+``slack``, ``irc`` or ``api_server`` — so two IRC networks can be two tables. Secrets are never in config.yaml: each
 table names the environment variable (``.env`` works) that holds its token. See
 docs/messaging.md for every key.
 """
@@ -19,13 +19,15 @@ if TYPE_CHECKING:
     from hermes.config.settings import Settings
     from hermes.surfaces.messaging.adapter import PlatformAdapter
 
-TYPES = ("telegram", "discord", "irc", "api_server")
+TYPES = ("telegram", "discord", "slack", "irc", "api_server")
 #: the environment variable each type reads its secret from, unless the table names another
 SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "discord": ("token_env", "DISCORD_BOT_TOKEN"),
-              "irc": ("password_env", "IRC_PASSWORD"),
+              "slack": ("token_env", "SLACK_BOT_TOKEN"), "irc": ("password_env", "IRC_PASSWORD"),
               "api_server": ("keys_env", "HERMES_API_KEYS")}
 #: types that cannot run without their secret
-NEEDS_SECRET = frozenset({"telegram", "discord"})
+NEEDS_SECRET = frozenset({"telegram", "discord", "slack"})
+#: Slack's Socket Mode also needs the app-level token
+APP_TOKEN_ENV = ("app_token_env", "SLACK_APP_TOKEN")
 
 
 @dataclass
@@ -38,6 +40,13 @@ class PlatformConfig:
     enabled: bool = True
     access: PlatformAccess = field(default_factory=PlatformAccess)
     toolsets: list[str] | None = None
+    #: a second secret some types need (Slack's app-level token) and where it comes from
+    app_secret: str = ""
+    app_secret_env: str = ""
+
+    @property
+    def secrets(self) -> list[str]:
+        return [s for s in (self.secret, self.app_secret) if s]
 
     @property
     def problem(self) -> str:
@@ -46,6 +55,8 @@ class PlatformConfig:
             return "disabled (enabled: false)"
         if self.type in NEEDS_SECRET and not self.secret:
             return f"{self.secret_env} is not set"
+        if self.app_secret_env and not self.app_secret:
+            return f"{self.app_secret_env} is not set"
         return ""
 
 
@@ -107,7 +118,9 @@ def platforms(settings: Settings) -> list[PlatformConfig]:
             mention_chats={str(k): bool(v) for k, v in mention_chats.items()},
         )
         toolsets = table.get("toolsets")
+        app_env = str(table.get(APP_TOKEN_ENV[0]) or APP_TOKEN_ENV[1]) if kind == "slack" else ""
         out.append(PlatformConfig(
+            app_secret_env=app_env, app_secret=(settings.env.get(app_env) or "") if app_env else "",
             name=str(name), type=kind, table=table, secret_env=env_name, secret=settings.env.get(env_name) or "",
             enabled=bool(table.get("enabled", True)), access=access,
             toolsets=[str(t) for t in toolsets] if isinstance(toolsets, list) else None,
@@ -128,6 +141,12 @@ def build_adapter(cfg: PlatformConfig) -> PlatformAdapter:
         from hermes.surfaces.messaging.platforms.discord import DiscordAdapter
 
         return DiscordAdapter(cfg.secret, base_url=str(table.get("base_url") or DISCORD_API), name=cfg.name)
+    if cfg.type == "slack":
+        from hermes.surfaces.messaging.platforms.slack import API as SLACK_API
+        from hermes.surfaces.messaging.platforms.slack import SlackAdapter
+
+        return SlackAdapter(cfg.secret, cfg.app_secret, base_url=str(table.get("base_url") or SLACK_API),
+                            name=cfg.name)
     if cfg.type == "irc":
         from hermes.surfaces.messaging.platforms.irc import IrcAdapter
 

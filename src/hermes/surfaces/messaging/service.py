@@ -72,6 +72,6 @@ def build_gateway(settings: Settings, chosen: list[str] | None = None,
                         pairing_ttl_seconds=opts.pairing_ttl_seconds, show_owner=show_owner)
     toolsets = {c.name: t for c in ready if (t := gwconfig.default_toolsets(c, registered)) is not None}
     gateway = Gateway(host, [gwconfig.build_adapter(c) for c in ready], access, toolsets=toolsets,
-                      secrets=[c.secret for c in ready], status_path=status_path(settings),
+                      secrets=[s for c in ready for s in c.secrets], status_path=status_path(settings),
                       idle_evict_seconds=opts.idle_evict_seconds)
     return gateway, skipped

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError
+from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, close_connections
 
 if TYPE_CHECKING:
     import httpx
@@ -201,9 +201,5 @@ class DiscordAdapter(PlatformAdapter):
         if beat is not None:
             beat.cancel()
         ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(), 5)
         http, self._http = self._http, None
-        if http is not None:
-            await http.aclose()
+        await close_connections(ws, http)
