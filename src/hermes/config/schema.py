@@ -344,6 +344,7 @@ SCHEMA = Schema(
             ("loop_cooldown_seconds", "number", {"default": 300.0, "minimum": 0, "maximum": 86_400}),
             ("pairing_ttl_seconds", "number", {"default": 3600.0, "minimum": 60, "maximum": 7 * 86_400}),
             ("idle_evict_seconds", "number", {"default": 1800.0, "minimum": 0}),
+            ("stream_edits", "flag", {"default": True}),
             open_tables=("platforms",),
         ),
         _section("plugins", open_tables=(ANY_TABLE,)),

@@ -20,9 +20,9 @@ def last_user(body: dict[str, Any]) -> str:
     return str(next(m["content"] for m in reversed(body["messages"]) if m["role"] == "user"))
 
 
-def settings_for(home: Path, url: str, extra_config: str = "") -> Settings:
+def settings_for(home: Path, url: str, extra_config: str = "", stream: bool = False) -> Settings:
     (home / "config.yaml").write_text(
-        f"model:\n  base_url: {url}\n  name: m\n  max_retries: 0\n  stream: false\n{extra_config}")
+        f"model:\n  base_url: {url}\n  name: m\n  max_retries: 0\n  stream: {str(stream).lower()}\n{extra_config}")
     return Settings.load(overrides=Overrides())
 
 
@@ -32,8 +32,8 @@ class GatewayThread:
 
     def __init__(self, home: Path, url: str, adapters: list[Any], *, access: dict[str, PlatformAccess] | None = None,
                  secrets: tuple[str, ...] = (), clarify_timeout: float | None = None, extra_config: str = "",
-                 **gate: Any) -> None:
-        settings = settings_for(home, url, extra_config)
+                 stream: bool = False, **gate: Any) -> None:
+        settings = settings_for(home, url, extra_config, stream)
         self.owner_lines: list[str] = []
         self.host = SessionHost(settings)
         self.access = AccessGate(ConversationStore(settings.paths.database), access or {},

@@ -187,3 +187,20 @@ def test_clarify_with_discord_buttons(hermes_home: Path, model_server: Any) -> N
     finally:
         gateway.stop()
         driver.close()
+
+
+def test_a_streamed_answer_is_edited_into_place(hermes_home: Path, model_server: Any,
+                                                telegram: TelegramDriver) -> None:
+    answer = " ".join(f"word{i}" for i in range(150))
+    server = model_server(lambda body: Reply(content=answer))
+    gateway = start(hermes_home, server.url, telegram, stream=True)
+    try:
+        telegram.say("alice", "stream it", direct=True)
+        chat = telegram.dm_chat("alice")
+        final = telegram.wait_for(lambda ps: [p for p in ps if p.kind == "edit" and p.text == answer])[0]
+        first = next(p for p in telegram.posts if p.kind == "text" and p.chat == chat)
+        assert first.message_id == final.message_id and first.text.endswith("▌")
+        assert answer.startswith(first.text.removesuffix(" ▌"))
+        assert not [p for p in telegram.posts if p.kind == "text" and p.text == answer]  # not sent twice
+    finally:
+        gateway.stop()

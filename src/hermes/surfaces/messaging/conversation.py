@@ -7,6 +7,8 @@ platform adapter through the gateway's event loop (:class:`Outbound`):
 * the final answer goes out when the turn ends, split at sensible boundaries within the platform's
   limit (:func:`~hermes.surfaces.messaging.split.split_text`); a line ``MEDIA: /path/to/file`` in the
   answer sends that file as an attachment instead (readable files only, as the file tools allow);
+* while the answer streams it is shown in one message, edited as text arrives, where the platform
+  allows edits (:mod:`hermes.surfaces.messaging.streaming`);
 * tool activity is one progress message, edited as tools start (a new message where edits are refused);
 * clarify runs the messaging engine (:mod:`hermes.surfaces.messaging.clarify`): one card per question
   (buttons where the platform has them, else the numbered plain-text form), replies from the chat;
@@ -25,11 +27,12 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hermes.agent.events import Event, Notice, Request, ToolStarted, TurnFinished
+from hermes.agent.events import Event, Notice, Request, TextDelta, ToolStarted, TurnFinished
 from hermes.surfaces.host import LiveSession, RoundTripCancelled
 from hermes.surfaces.messaging.adapter import PlatformAdapter, Unsupported
 from hermes.surfaces.messaging.clarify import ClarifyCancelled, run_messaging_clarify
 from hermes.surfaces.messaging.split import split_text
+from hermes.surfaces.messaging.streaming import StreamedReply
 from hermes.tools.requests import APPROVAL_CHOICES, normalise_answer
 
 logger = logging.getLogger(__name__)
@@ -73,7 +76,8 @@ class Outbound:
 class ChatConversation:
     """The host listener of one chat or thread (see the module docstring)."""
 
-    def __init__(self, out: Outbound, chat: str, thread: str = "", *, clarify_timeout: float | None = None) -> None:
+    def __init__(self, out: Outbound, chat: str, thread: str = "", *, clarify_timeout: float | None = None,
+                 stream_edits: bool = True) -> None:
         self.out = out
         self.adapter = out.adapter
         self.chat = chat
@@ -81,6 +85,9 @@ class ChatConversation:
         self.clarify_timeout = clarify_timeout
         self._progress_id = ""
         self._progress: list[str] = []
+        self.stream: StreamedReply | None = None
+        if stream_edits and self.adapter.supports_edit:
+            self.stream = StreamedReply(self._send_one, self._edit_one, self.adapter.max_text, self.adapter.measure)
 
     # -- sending -------------------------------------------------------------------------------------
 
@@ -91,10 +98,17 @@ class ChatConversation:
             ids.append(self.out.call(partial(self.adapter.send_text, self.chat, part, self.thread), "send"))
         return ids
 
+    def _send_one(self, text: str) -> str:
+        return self.out.call(partial(self.adapter.send_text, self.chat, text, self.thread), "send")
+
+    def _edit_one(self, message_id: str, text: str) -> None:
+        self.out.call(partial(self.adapter.edit_text, self.chat, message_id, text, self.thread), "edit")
+
     def send_answer(self, answer: str) -> None:
         files = [Path(m.group(1)) for m in _MEDIA.finditer(answer)]
         text = _MEDIA.sub("", answer).strip()
-        if text:
+        streamed = self.stream is not None and self.stream.finish(text)
+        if text and not streamed:
             self.send_text(text)
         for path in files:
             self._send_file(path)
@@ -130,7 +144,12 @@ class ChatConversation:
     # -- HostListener -----------------------------------------------------------------------------------
 
     def on_event(self, session: LiveSession, event: Event) -> None:
-        if isinstance(event, ToolStarted):
+        if isinstance(event, TextDelta):
+            if self.stream is not None:
+                self.stream.add(event.text)
+        elif isinstance(event, ToolStarted):
+            if self.stream is not None:
+                self.stream.end_segment()
             if event.name != "clarify":
                 self._show_progress(f"⚙ {event.name}")
         elif isinstance(event, Notice) and event.level == "error":
@@ -139,8 +158,11 @@ class ChatConversation:
             self._progress, self._progress_id = [], ""
             if event.final.strip():
                 self.send_answer(event.final)
-            elif event.reason == "interrupted":
-                self.send_text("(stopped)")
+            else:
+                if self.stream is not None:
+                    self.stream.end_segment()
+                if event.reason == "interrupted":
+                    self.send_text("(stopped)")
 
     def on_request(self, session: LiveSession, request: Request) -> Any | None:
         if request.kind == "clarify":

@@ -89,7 +89,9 @@ class Gateway:
         status_path: Path | None = None,
         clarify_timeout: float | None = None,
         idle_evict_seconds: float = 0.0,
+        stream_edits: bool = True,
     ) -> None:
+        self.stream_edits = stream_edits
         self.host = host
         self.idle_evict_seconds = idle_evict_seconds
         self.adapters = {a.name: a for a in adapters}
@@ -263,7 +265,7 @@ class Gateway:
             assert self._loop is not None
             out = Outbound(adapter, self._loop, lambda: self._up.get(adapter.name))
             found = self._conversations[msg.key] = ChatConversation(
-                out, msg.chat, msg.thread, clarify_timeout=self.clarify_timeout)
+                out, msg.chat, msg.thread, clarify_timeout=self.clarify_timeout, stream_edits=self.stream_edits)
         return found
 
     def snapshot(self) -> dict[str, Any]:

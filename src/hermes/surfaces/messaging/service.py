@@ -73,5 +73,5 @@ def build_gateway(settings: Settings, chosen: list[str] | None = None,
     toolsets = {c.name: t for c in ready if (t := gwconfig.default_toolsets(c, registered)) is not None}
     gateway = Gateway(host, [gwconfig.build_adapter(c) for c in ready], access, toolsets=toolsets,
                       secrets=[s for c in ready for s in c.secrets], status_path=status_path(settings),
-                      idle_evict_seconds=opts.idle_evict_seconds)
+                      idle_evict_seconds=opts.idle_evict_seconds, stream_edits=opts.stream_edits)
     return gateway, skipped
