@@ -1,4 +1,4 @@
-"""``hermes gateway``: the messaging gateway — Telegram, Discord, Slack, IRC and the OpenAI-compatible API server.
+"""``hermes gateway``: the messaging gateway (Telegram, Discord, Slack, Teams, IRC, an OpenAI-compatible API).
 
 Not to be confused with ``hermes toolgateway`` (the self-hosted Tool Gateway server). ``run`` connects
 every configured platform and answers until Ctrl-C or SIGTERM; ``status`` shows each platform's state
@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("status", help="each platform's state, and whether it can run here")
     sp.add_argument("--json", action="store_true", help="print JSON")
     sp = sub.add_parser("setup", help="add or change a platform: its settings and token")
-    sp.add_argument("type", nargs="?", choices=("telegram", "discord", "slack", "irc", "api_server"),
+    sp.add_argument("type", nargs="?", choices=("telegram", "discord", "slack", "teams", "irc", "api_server"),
                     help="the platform type")
     sp.add_argument("--name", help="the table's name under gateway.platforms (default: the type)")
 
@@ -144,6 +144,10 @@ def _setup(settings: Settings, kind: str | None, name: str | None) -> int:
         values["port"] = int(_ask("port", "6697" if values["tls"] else "6667"))
         values["nick"] = _ask("nick", "hermes")
         values["channels"] = [c.strip() for c in _ask("channels to join (comma-separated)", "").split(",") if c.strip()]
+    elif kind == "teams":
+        values["app_id"] = _ask("Microsoft App ID of the bot")
+        values["host"] = _ask("address the messaging endpoint listens on", "127.0.0.1")
+        values["port"] = int(_ask("port (put HTTPS in front: Teams posts to https://…/api/messages)", "3978"))
     elif kind == "api_server":
         values["host"] = _ask("address to listen on", "127.0.0.1")
         values["port"] = int(_ask("port", "8642"))
@@ -153,7 +157,7 @@ def _setup(settings: Settings, kind: str | None, name: str | None) -> int:
     env_key, env_name = SECRET_ENV[kind]
     question = {"telegram": "bot token (from @BotFather)",
                 "discord": "bot token (Developer Portal → Bot)", "slack": "bot token (xoxb-…)",
-                "irc": "SASL password (empty: none)",
+                "teams": "the app's client secret (Azure Bot → Configuration)", "irc": "SASL password (empty: none)",
                 "api_server": "API keys, comma-separated (empty: loopback only, no keys)"}[kind]
     secret = _secret(question)
     app_secret = _secret("app-level token with connections:write (xapp-…)") if kind == "slack" else ""

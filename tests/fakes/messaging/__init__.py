@@ -34,6 +34,8 @@ class Driver:
     supports_threads = False
     #: why the thread check does not apply, where it does not
     thread_note = "the platform has no threads"
+    #: why the reconnect check does not apply ("" where it does)
+    reconnect_note = ""
     supports_files = True
     supports_edit = True
     #: secrets the adapter is given (they must never show up in a log)

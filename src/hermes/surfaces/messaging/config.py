@@ -1,9 +1,9 @@
 """Reading the messaging gateway's configuration: ``gateway.*`` in config.yaml, tokens from the environment.
 
 Each table under ``gateway.platforms`` is one connection; its name is the platform name in
-conversation keys and ``type`` (default: the table's name) picks the adapter — ``telegram``, ``discord``,
-``slack``, ``irc`` or ``api_server`` — so two IRC networks can be two tables. Secrets are never in config.yaml: each
-table names the environment variable (``.env`` works) that holds its token. See
+conversation keys and ``type`` (default: the table's name) picks the adapter — ``telegram``,
+``discord``, ``slack``, ``teams``, ``irc`` or ``api_server`` — so two IRC networks can be two tables.
+Secrets are never in config.yaml: each table names the environment variable (``.env`` works) that holds its token. See
 docs/messaging.md for every key.
 """
 
@@ -19,13 +19,14 @@ if TYPE_CHECKING:
     from hermes.config.settings import Settings
     from hermes.surfaces.messaging.adapter import PlatformAdapter
 
-TYPES = ("telegram", "discord", "slack", "irc", "api_server")
+TYPES = ("telegram", "discord", "slack", "teams", "irc", "api_server")
 #: the environment variable each type reads its secret from, unless the table names another
 SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "discord": ("token_env", "DISCORD_BOT_TOKEN"),
-              "slack": ("token_env", "SLACK_BOT_TOKEN"), "irc": ("password_env", "IRC_PASSWORD"),
+              "slack": ("token_env", "SLACK_BOT_TOKEN"), "teams": ("password_env", "TEAMS_APP_PASSWORD"),
+              "irc": ("password_env", "IRC_PASSWORD"),
               "api_server": ("keys_env", "HERMES_API_KEYS")}
 #: types that cannot run without their secret
-NEEDS_SECRET = frozenset({"telegram", "discord", "slack"})
+NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams"})
 #: Slack's Socket Mode also needs the app-level token
 APP_TOKEN_ENV = ("app_token_env", "SLACK_APP_TOKEN")
 
@@ -57,6 +58,13 @@ class PlatformConfig:
             return f"{self.secret_env} is not set"
         if self.app_secret_env and not self.app_secret:
             return f"{self.app_secret_env} is not set"
+        if self.type == "teams":
+            import importlib.util
+
+            if not self.table.get("app_id"):
+                return f"gateway.platforms.{self.name}.app_id is not set (the bot's Microsoft App ID)"
+            if importlib.util.find_spec("jwt") is None:
+                return "needs PyJWT (pip install 'hermes[messaging]')"
         return ""
 
 
@@ -149,6 +157,13 @@ def build_adapter(cfg: PlatformConfig) -> PlatformAdapter:
 
         return SlackAdapter(cfg.secret, cfg.app_secret, base_url=str(table.get("base_url") or SLACK_API),
                             name=cfg.name)
+    if cfg.type == "teams":
+        from hermes.surfaces.messaging.platforms import teams
+
+        return teams.TeamsAdapter(str(table["app_id"]), cfg.secret, host=str(table.get("host") or "127.0.0.1"),
+                                  port=int(table.get("port", 3978)), name=cfg.name,
+                                  openid_url=str(table.get("openid_url") or teams.OPENID_URL),
+                                  token_url=str(table.get("token_url") or teams.TOKEN_URL))
     if cfg.type == "irc":
         from hermes.surfaces.messaging.platforms.irc import IrcAdapter
 

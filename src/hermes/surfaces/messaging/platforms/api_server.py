@@ -26,7 +26,6 @@ import hmac
 import ipaddress
 import json
 import logging
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.agent.events import Event, Notice, Request, TextDelta, ToolFinished, ToolStarted, TurnFinished
 from hermes.surfaces.messaging.adapter import Deliver, PlatformAdapter, PlatformError
+from hermes.surfaces.messaging.platforms.httpserve import AppServer
 
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
@@ -103,8 +103,7 @@ class ApiServerAdapter(PlatformAdapter):
         self._keys = [k for k in (keys or []) if k]
         self.model_name = model_name
         self.session_host: SessionHost | None = None
-        self._socket: socket.socket | None = None
-        self._server: Any = None
+        self._serving = AppServer(name, host, port)
 
     def use_host(self, host: SessionHost) -> None:
         """The gateway hands over its session host (this platform talks to it directly)."""
@@ -122,39 +121,15 @@ class ApiServerAdapter(PlatformAdapter):
                                 "(set HERMES_API_KEYS, or bind to 127.0.0.1)")
         if self.session_host is None:
             raise PlatformError(f"{self.name}: no session host")
-        import uvicorn
-
-        family = socket.AF_INET6 if ":" in self.bind_host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.bind_host, self.port))
-        except OSError as exc:
-            sock.close()
-            raise PlatformError(f"{self.name}: cannot listen on {self.bind_host}:{self.port}: {exc}") from exc
-        sock.listen(128)
-        self.port = int(sock.getsockname()[1])
-        self._socket = sock
-        config = uvicorn.Config(self._app(), log_level="warning", lifespan="off", access_log=False)
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # the gateway handles signals
+        self._serving = AppServer(self.name, self.bind_host, self.port)
+        self._serving.start(self._app())
+        self.port = self._serving.port
 
     async def listen(self, deliver: Deliver) -> None:
-        assert self._server is not None and self._socket is not None
-        await self._server.serve(sockets=[self._socket])
+        await self._serving.serve()
 
     async def close(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.should_exit = True
-            if getattr(server, "servers", None):  # it was serving: close its connections too
-                try:
-                    await asyncio.wait_for(server.shutdown(), 10)
-                except Exception as exc:
-                    logger.debug("%s: shutdown: %s", self.name, exc)
-        sock, self._socket = self._socket, None
-        if sock is not None:
-            sock.close()
+        await self._serving.stop()
 
     async def send_text(self, chat: str, text: str, thread: str = "") -> str:
         raise PlatformError(f"{self.name}: answers go back on the HTTP response, not as messages")
