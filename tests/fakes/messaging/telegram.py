@@ -40,6 +40,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_GET(self) -> None:
+        fake = self.server.fake
+        data = fake.files.get(self.path.removeprefix(f"/file/bot{fake.token}/"))
+        if not self.path.startswith(f"/file/bot{fake.token}/") or data is None:
+            self._answer(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_POST(self) -> None:
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
@@ -95,6 +107,9 @@ class TelegramDriver(Driver):
         self.fail_next = False
         self.drop_polls = False
         self.callbacks_answered: list[str] = []
+        self.voice_dir: Any = None
+        #: file_path → bytes, for getFile and the file download URL
+        self.files: dict[str, bytes] = {}
         self.lock = threading.Condition()
         self.http = _Server(("127.0.0.1", 0), _Handler)
         self.http.fake = self
@@ -137,6 +152,9 @@ class TelegramDriver(Driver):
             mid = next(self.message_ids)
             self.record(Posted("file", chat, filename, str(p.get("message_thread_id") or ""), str(mid), data))
             return ok({"message_id": mid, "chat": {"id": int(chat)}, "document": {"file_name": filename}})
+        if method == "getFile":
+            file_id = str(p.get("file_id"))
+            return ok({"file_id": file_id, "file_path": f"voice/{file_id}.oga"})
         if method == "sendChatAction":
             return ok(True)
         if method == "answerCallbackQuery":
@@ -175,7 +193,7 @@ class TelegramDriver(Driver):
     def adapter(self) -> Any:
         from hermes.surfaces.messaging.platforms.telegram import TelegramAdapter
 
-        return TelegramAdapter(self.token, base_url=self.url, poll_timeout=2)
+        return TelegramAdapter(self.token, base_url=self.url, poll_timeout=2, voice_dir=self.voice_dir)
 
     def dm_chat(self, user: str) -> str:
         return str(self._user(user)["id"])
@@ -193,6 +211,15 @@ class TelegramDriver(Driver):
             message["message_thread_id"] = int(thread)
             message["is_topic_message"] = True
         self._push({"message": message})
+
+    def say_voice(self, user: str, audio: bytes) -> None:
+        """A voice note in a direct chat."""
+        sender = self._user(user)
+        file_id = f"voice{len(self.files) + 1}"
+        self.files[f"voice/{file_id}.oga"] = audio
+        self._push({"message": {"message_id": next(self.message_ids), "from": sender, "date": int(time.time()),
+                                "chat": {"id": sender["id"], "type": "private"},
+                                "voice": {"file_id": file_id, "duration": 2, "mime_type": "audio/ogg"}}})
 
     def press(self, user: str, post: Posted, choice: str) -> None:
         rows = post.extra["inline_keyboard"]

@@ -204,3 +204,30 @@ def test_a_streamed_answer_is_edited_into_place(hermes_home: Path, model_server:
         assert not [p for p in telegram.posts if p.kind == "text" and p.text == answer]  # not sent twice
     finally:
         gateway.stop()
+
+
+def test_a_voice_message_is_transcribed_into_the_turn(hermes_home: Path, model_server: Any, telegram: TelegramDriver,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.vendors.fal import FastServerThread
+    from fakes.vendors.openai_audio import FAKE_AUDIO, FakeOpenAIAudio
+
+    for name in ("OPENAI_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "TOOL_GATEWAY_USER_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VOICE_TOOLS_OPENAI_KEY", "sk-voice-test-key-123456")
+    stt = FakeOpenAIAudio(key="sk-voice-test-key-123456", transcript="turn on the lights")
+    with FastServerThread(stt.app) as audio_server:
+        server = model_server(scripted)
+        telegram.voice_dir = hermes_home / "cache" / "voice"
+        gateway = start(hermes_home, server.url, telegram,
+                        extra_config=f"stt:\n  provider: openai\n  openai:\n    base_url: {audio_server.url}/v1\n")
+        try:
+            telegram.say_voice("alice", FAKE_AUDIO["opus"])
+            telegram.wait_for(lambda ps: [p for p in ps if "re: [voice message]" in p.text])
+            assert last_user(server.requests[-1]) == '[voice message] "turn on the lights"'
+            assert stt.uploads[0]["file"][1] == FAKE_AUDIO["opus"]
+            assert telegram.voice_dir.is_dir() and not list(telegram.voice_dir.iterdir())  # deleted once heard
+            stt.transcript = ""
+            telegram.say_voice("alice", FAKE_AUDIO["opus"])
+            telegram.wait_for(lambda ps: [p for p in ps if p.text == "[voice message could not be transcribed]"])
+        finally:
+            gateway.stop()

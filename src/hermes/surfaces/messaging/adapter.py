@@ -54,6 +54,8 @@ class Inbound:
     message_id: str = ""
     #: a button press (``text`` is then the pressed choice)
     button: bool = False
+    #: a voice message: the downloaded audio file (the gateway transcribes it, then deletes it)
+    voice: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

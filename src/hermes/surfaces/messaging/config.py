@@ -10,6 +10,7 @@ docs/messaging.md for every key.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ConfigError
@@ -138,14 +139,15 @@ def platforms(settings: Settings) -> list[PlatformConfig]:
     return out
 
 
-def build_adapter(cfg: PlatformConfig) -> PlatformAdapter:
-    """The adapter for one platform table."""
+def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAdapter:
+    """The adapter for one platform table (``cache``: HERMES_HOME's cache folder, for voice messages)."""
     table = cfg.table
     if cfg.type == "telegram":
         from hermes.surfaces.messaging.platforms.telegram import API, TelegramAdapter
 
         return TelegramAdapter(cfg.secret, base_url=str(table.get("base_url") or API), name=cfg.name,
-                               poll_timeout=int(table.get("poll_timeout", 25)))
+                               poll_timeout=int(table.get("poll_timeout", 25)),
+                               voice_dir=cache / "voice" if cache else None)
     if cfg.type == "discord":
         from hermes.surfaces.messaging.platforms.discord import API as DISCORD_API
         from hermes.surfaces.messaging.platforms.discord import DiscordAdapter

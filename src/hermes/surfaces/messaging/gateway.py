@@ -20,6 +20,7 @@ the platforms' tokens on every log handler while it runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -243,6 +244,12 @@ class Gateway:
         if decision.verdict != "run":
             return
         text = msg.text.strip()
+        if msg.voice:
+            heard = await asyncio.to_thread(self._transcribe, msg.voice)
+            if heard is None:
+                await adapter.send_text(msg.chat, "[voice message could not be transcribed]", msg.thread)
+                return
+            text = f'[voice message] "{heard}"' + (f"\n{text}" if text else "")
         command = text.split()[0].lower() if text.startswith("/") and text.split() else ""
         if command in ("/new", "/reset"):
             await asyncio.to_thread(self.host.reset, msg.key)
@@ -258,6 +265,21 @@ class Gateway:
                                    title=f"{msg.platform} {msg.user_name or msg.chat}")
         if outcome == "started":
             asyncio.get_running_loop().run_in_executor(None, conversation.started)
+
+    def _transcribe(self, path: str) -> str | None:
+        """The words of a voice message through the speech-to-text route (``stt.provider``); None when
+        it cannot be transcribed (why is logged). The audio file is deleted either way."""
+        from hermes.errors import HermesError
+        from hermes.tools.audio.stt import transcribe_file
+
+        try:
+            return transcribe_file(path, self.host.settings).text.strip() or None
+        except HermesError as exc:
+            logger.warning("a voice message could not be transcribed: %s", self.safe(exc))
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def _conversation(self, adapter: PlatformAdapter, msg: Inbound) -> ChatConversation:
         found = self._conversations.get(msg.key)

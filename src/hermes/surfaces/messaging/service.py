@@ -71,7 +71,7 @@ def build_gateway(settings: Settings, chosen: list[str] | None = None,
                         loop_max_events=opts.loop_max_events, loop_cooldown_seconds=opts.loop_cooldown_seconds,
                         pairing_ttl_seconds=opts.pairing_ttl_seconds, show_owner=show_owner)
     toolsets = {c.name: t for c in ready if (t := gwconfig.default_toolsets(c, registered)) is not None}
-    gateway = Gateway(host, [gwconfig.build_adapter(c) for c in ready], access, toolsets=toolsets,
+    gateway = Gateway(host, [gwconfig.build_adapter(c, settings.paths.cache) for c in ready], access, toolsets=toolsets,
                       secrets=[s for c in ready for s in c.secrets], status_path=status_path(settings),
                       idle_evict_seconds=opts.idle_evict_seconds, stream_edits=opts.stream_edits)
     return gateway, skipped

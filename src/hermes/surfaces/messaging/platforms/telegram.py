@@ -36,8 +36,11 @@ class TelegramAdapter(PlatformAdapter):
     supports_buttons = True
     supports_threads = True
 
-    def __init__(self, token: str, *, base_url: str = API, poll_timeout: int = 25, name: str = "telegram") -> None:
+    def __init__(self, token: str, *, base_url: str = API, poll_timeout: int = 25, name: str = "telegram",
+                 voice_dir: Path | None = None) -> None:
         super().__init__()
+        #: where voice messages are downloaded to (0600 files, deleted once transcribed)
+        self.voice_dir = voice_dir
         self.name = name
         self._token = token
         self.base_url = base_url.rstrip("/")
@@ -99,6 +102,9 @@ class TelegramAdapter(PlatformAdapter):
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:
                     self.malformed(f"{type(exc).__name__}: {exc}", update)
                     continue
+                except PlatformError as exc:  # e.g. a voice message that could not be downloaded
+                    logger.warning("%s: skipped an update: %s", self.name, exc)
+                    continue
                 if msg is not None:
                     await deliver(msg)
 
@@ -111,6 +117,11 @@ class TelegramAdapter(PlatformAdapter):
                 raise ValueError("an update of no known kind")
             return None  # kinds the gateway does not answer
         text = message.get("text")
+        voice = ""
+        audio = message.get("voice") or message.get("audio")
+        if isinstance(audio, dict) and audio.get("file_id"):
+            voice = await self._download(str(audio["file_id"]), str(message["message_id"]))
+            text = str(message.get("caption") or "")
         if not isinstance(text, str):
             return None  # stickers, photos without caption, joins …
         sender, chat = message["from"], message["chat"]
@@ -125,7 +136,25 @@ class TelegramAdapter(PlatformAdapter):
         return Inbound(platform=self.name, chat=str(chat["id"]), user=str(sender["id"]),
                        user_name=str(sender.get("username") or sender.get("first_name") or ""), text=text,
                        thread=thread, direct=direct, mentioned=mentioned, from_bot=bool(sender.get("is_bot")),
-                       message_id=str(message["message_id"]))
+                       message_id=str(message["message_id"]), voice=voice)
+
+    async def _download(self, file_id: str, message_id: str) -> str:
+        """Fetch a voice message's audio (``getFile``, then the file URL) into :attr:`voice_dir`."""
+        import tempfile
+
+        from hermes.config.atomic import atomic_write
+
+        found = await self._call("getFile", file_id=file_id)
+        file_path = str(found["file_path"])
+        assert self._client is not None
+        response = await self._client.get(f"{self.base_url}/file/bot{self._token}/{file_path}")
+        if response.status_code >= 400:
+            raise PlatformError(f"{self.name}: the voice message could not be downloaded (HTTP {response.status_code})")
+        folder = self.voice_dir or Path(tempfile.gettempdir())
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{self.name}-{message_id}{Path(file_path).suffix or '.ogg'}"
+        atomic_write(target, response.content, mode=0o600)
+        return str(target)
 
     async def _pressed(self, query: dict[str, Any]) -> Inbound | None:
         await self._call("answerCallbackQuery", callback_query_id=query["id"])
