@@ -164,12 +164,14 @@ def open_agent(
     *,
     provider: ChatProvider | None = None,
     reg: ToolRegistry = registry,
+    store: SessionStore | None = None,
 ) -> Agent:
-    """Create a new stored session or resume one, ready for :meth:`Agent.run_turn`."""
+    """Create a new stored session or resume one, ready for :meth:`Agent.run_turn` (in ``store`` when
+    given — a process hosting many sessions shares one — else in the settings' database)."""
     from hermes.store.sessions import SessionStore
 
     model = settings.model()  # fail early, before touching the store, when no endpoint is configured
-    store = SessionStore(settings.paths.database)
+    store = store or SessionStore(settings.paths.database)
     resume_id = _resume_id(store, request)
     if not resume_id:
         return new_agent(settings, request.surface, sink, provider=provider, store=store,

@@ -26,6 +26,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("cron", "cron", "schedule recurring agent jobs and run the scheduler"),
     ("kanban", "kanban", "the kanban board: tasks for agents, their runs, and the dispatcher"),
     ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
+    ("gateway", "gateway", "the messaging gateway: Telegram, Discord, Slack, Teams, IRC, an OpenAI-compatible API"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),
     ("connectors", "connectors", "your connector accounts (Gmail home, Gmail work…): list, rename, remove"),

@@ -139,8 +139,36 @@ def m002_cron(conn: sqlite3.Connection) -> None:
     ])
 
 
+def m003_conversations(conn: sqlite3.Connection) -> None:
+    """Which stored session each live conversation continues, and who may talk to the messaging gateway.
+
+    ``conversations.key`` is a surface's conversation key (for messaging ``platform:chat:thread``);
+    a restart resumes ``session_id`` for it (:mod:`hermes.store.conversations`). ``messaging_access``
+    holds the people allowed by pairing (``platform`` + ``user_id``).
+    """
+    _run(conn, [
+        """
+        CREATE TABLE conversations (
+            key        TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            updated_at REAL NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE messaging_access (
+            platform   TEXT NOT NULL,
+            user_id    TEXT NOT NULL,
+            user_name  TEXT,
+            granted_at REAL NOT NULL,
+            how        TEXT NOT NULL DEFAULT 'pairing',
+            PRIMARY KEY (platform, user_id)
+        )
+        """,
+    ])
+
+
 #: Applied in order; index ``i`` upgrades ``user_version`` ``i`` → ``i + 1``. Append only.
-MIGRATIONS: tuple[Migration, ...] = (m001_sessions, m002_cron)
+MIGRATIONS: tuple[Migration, ...] = (m001_sessions, m002_cron, m003_conversations)
 
 
 def schema_version() -> int:

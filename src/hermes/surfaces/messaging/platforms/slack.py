@@ -1,0 +1,186 @@
+"""Slack in Socket Mode: events over a WebSocket, answers through the Web API, on websockets + httpx.
+
+Written from api.slack.com (Socket Mode, the Events API, Block Kit). On connect the adapter checks the
+bot token with ``auth.test`` (the bot's user id), opens a Socket Mode URL with the app-level token
+(``apps.connections.open``) and waits for ``hello``. Every envelope is acknowledged with its
+``envelope_id``; ``events_api`` envelopes carrying ``message`` events become messages (``channel_type``
+``im``: a direct conversation; ``<@BOT>`` in the text addresses the bot; ``thread_ts``: the thread),
+``interactive`` ``block_actions`` are button presses, ``disconnect`` ends :meth:`listen` (the
+supervisor reconnects). The bot's own messages and edits/deletions (subtypes) are skipped.
+
+Sending: ``chat.postMessage`` (``thread_ts`` for threads, Block Kit buttons), ``chat.update``, and
+files by ``files.getUploadURLExternal`` → upload → ``files.completeUploadExternal``. Slack has no
+typing signal for bots. HTTP (Events API request URL) mode is not built.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, close_connections
+
+if TYPE_CHECKING:
+    import httpx
+
+logger = logging.getLogger(__name__)
+
+API = "https://slack.com/api"
+
+
+class SlackAdapter(PlatformAdapter):
+    name = "slack"
+    max_text = 39000
+    supports_buttons = True
+    supports_threads = True
+
+    def __init__(self, bot_token: str, app_token: str, *, base_url: str = API, name: str = "slack") -> None:
+        super().__init__()
+        self.name = name
+        self._bot_token, self._app_token = bot_token, app_token
+        self.base_url = base_url.rstrip("/")
+        self.bot_user = ""
+        self._http: httpx.AsyncClient | None = None
+        self._ws: Any = None
+        self._choices: dict[str, list[str]] = {}
+
+    async def _api(self, method: str, token: str | None = None, **params: Any) -> dict[str, Any]:
+        import httpx
+
+        if self._http is None:
+            raise PlatformError(f"{self.name}: not connected")
+        try:
+            response = await self._http.post(f"{self.base_url}/{method}", json=params,
+                                             headers={"Authorization": f"Bearer {token or self._bot_token}"})
+            data = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise PlatformError(f"{self.name} {method}: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(data, dict) or not data.get("ok"):
+            error = data.get("error") if isinstance(data, dict) else f"HTTP {response.status_code}"
+            raise PlatformError(f"{self.name} {method}: {error}")
+        return data
+
+    async def connect(self) -> None:
+        import httpx
+        from websockets.asyncio.client import connect
+
+        self._http = httpx.AsyncClient(timeout=30.0)
+        me = await self._api("auth.test")
+        self.bot_user = str(me.get("user_id") or "")
+        opened = await self._api("apps.connections.open", token=self._app_token)
+        try:
+            self._ws = await asyncio.wait_for(connect(str(opened["url"]), proxy=None), 20)
+        except (OSError, TimeoutError, KeyError) as exc:
+            raise PlatformError(f"{self.name}: cannot open the Socket Mode connection: {exc}") from exc
+        hello = json.loads(await self._ws.recv())
+        if not isinstance(hello, dict) or hello.get("type") != "hello":
+            raise PlatformError(f"{self.name}: Socket Mode did not say hello")
+
+    async def listen(self, deliver: Deliver) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        while True:
+            try:
+                raw = await self._ws.recv()
+            except ConnectionClosed:
+                return
+            try:
+                envelope = json.loads(raw)
+                if not isinstance(envelope, dict):
+                    raise ValueError("not an object")
+            except ValueError as exc:
+                self.malformed(str(exc), raw)
+                continue
+            if envelope.get("envelope_id"):
+                await self._ws.send(json.dumps({"envelope_id": envelope["envelope_id"]}))
+            if envelope.get("type") == "disconnect":
+                return
+            try:
+                msg = self._inbound(envelope)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                self.malformed(f"{envelope.get('type')}: {type(exc).__name__}: {exc}", envelope)
+                continue
+            if msg is not None:
+                await deliver(msg)
+
+    def _inbound(self, envelope: dict[str, Any]) -> Inbound | None:
+        kind = envelope.get("type")
+        payload: Any = envelope.get("payload")
+        if kind == "events_api":
+            event = payload["event"]
+            if event["type"] != "message" or event.get("subtype") or event.get("bot_id"):
+                return None
+            if str(event["user"]) == self.bot_user:
+                return None
+            text = str(event["text"])
+            mention = f"<@{self.bot_user}>"
+            direct = event.get("channel_type") == "im"
+            mentioned = direct or mention in text
+            return Inbound(platform=self.name, chat=str(event["channel"]), user=str(event["user"]),
+                           text=text.replace(mention, "").strip(), thread=str(event.get("thread_ts") or ""),
+                           direct=direct, mentioned=mentioned, message_id=str(event.get("ts") or ""))
+        if kind == "interactive" and payload.get("type") == "block_actions":
+            action = payload["actions"][0]
+            message = payload["message"]
+            choices = self._choices.get(str(message["ts"]))
+            index = int(str(action["action_id"]).removeprefix("hc:"))
+            if choices is None or not 0 <= index < len(choices):
+                return None
+            channel = str(payload["channel"]["id"])
+            return Inbound(platform=self.name, chat=channel, user=str(payload["user"]["id"]),
+                           user_name=str(payload["user"].get("username") or ""), text=choices[index],
+                           thread=str(message.get("thread_ts") or ""), direct=channel.startswith("D"),
+                           mentioned=True, button=True)
+        if kind not in ("events_api", "interactive", "slash_commands", None):
+            raise ValueError(f"an envelope of unknown type {kind!r}")
+        return None
+
+    @staticmethod
+    def _where(chat: str, thread: str) -> dict[str, Any]:
+        return {"channel": chat, **({"thread_ts": thread} if thread else {})}
+
+    async def send_text(self, chat: str, text: str, thread: str = "") -> str:
+        sent = await self._api("chat.postMessage", text=text, **self._where(chat, thread))
+        return str(sent.get("ts") or "")
+
+    async def send_buttons(self, chat: str, text: str, choices: Sequence[str], thread: str = "") -> str:
+        buttons = [{"type": "button", "action_id": f"hc:{i}", "value": str(i),
+                    "text": {"type": "plain_text", "text": c[:75]}} for i, c in enumerate(choices[:25])]
+        blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}},
+                  {"type": "actions", "elements": buttons}]
+        sent = await self._api("chat.postMessage", text=text, blocks=blocks, **self._where(chat, thread))
+        ts = str(sent.get("ts") or "")
+        self._choices[ts] = list(choices[:25])
+        return ts
+
+    async def edit_text(self, chat: str, message_id: str, text: str, thread: str = "") -> None:
+        await self._api("chat.update", channel=chat, ts=message_id, text=text)
+
+    async def send_file(self, chat: str, path: Path, caption: str = "", thread: str = "") -> str:
+        import httpx
+
+        data = path.read_bytes()
+        slot = await self._api("files.getUploadURLExternal", filename=path.name, length=len(data))
+        assert self._http is not None
+        try:
+            uploaded = await self._http.post(str(slot["upload_url"]), content=data)
+        except httpx.HTTPError as exc:
+            raise PlatformError(f"{self.name}: the file upload failed: {type(exc).__name__}") from exc
+        if uploaded.status_code >= 400:
+            raise PlatformError(f"{self.name}: the file upload failed: HTTP {uploaded.status_code}")
+        params: dict[str, Any] = {"files": [{"id": slot["file_id"], "title": path.name}], "channel_id": chat}
+        if thread:
+            params["thread_ts"] = thread
+        await self._api("files.completeUploadExternal", **params)
+        return str(slot["file_id"])
+
+    async def close(self) -> None:
+        ws, self._ws = self._ws, None
+        http, self._http = self._http, None
+        await close_connections(ws, http)
+
+

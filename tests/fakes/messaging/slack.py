@@ -1,0 +1,140 @@
+"""Slack on loopback (written from api.slack.com): Socket Mode (``apps.connections.open``, ``hello``,
+envelopes acknowledged by ``envelope_id``) and the Web API calls the adapter makes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+from fakes.messaging import Driver, Posted
+from fakes.messaging.servers import JsonHttp, WsLoop
+
+BOT_TOKEN = "xoxb-1111-2222-fakebottokenvalue"
+APP_TOKEN = "xapp-1-A111-3333-fakeapptokenvalue"
+BOT_USER = "UBOT"
+CHANNEL = "C0700"
+
+
+class SlackDriver(Driver):
+    name = "slack"
+    group = CHANNEL
+    supports_threads = True
+    secrets = (BOT_TOKEN, APP_TOKEN)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids = itertools.count(1)
+        self.users: dict[str, str] = {}
+        self.pending: list[str] = []
+        self.acked: list[str] = []
+        self.uploads: dict[str, tuple[str, bytes]] = {}
+        self.ws = WsLoop(self._session)
+        self.http = JsonHttp(self._answer)
+        self.url = f"http://127.0.0.1:{self.http.port}/api"
+
+    async def _session(self, ws: Any) -> None:
+        await ws.send(json.dumps({"type": "hello", "num_connections": 1}))
+        self.ws.conns.append(ws)
+        for text in self.pending:
+            await ws.send(text)
+        self.pending.clear()
+        try:
+            async for raw in ws:
+                ack = json.loads(raw)
+                if "envelope_id" in ack:
+                    self.acked.append(ack["envelope_id"])
+        except Exception:
+            pass
+        finally:
+            if ws in self.ws.conns:
+                self.ws.conns.remove(ws)
+
+    def _ts(self) -> str:
+        return f"{int(time.time())}.{next(self.ids):06d}"
+
+    def _answer(self, method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any]:
+        call = path.removeprefix("/api/")
+        auth = headers.get("Authorization", "")
+        if call.startswith("upload/"):
+            file_id = call.removeprefix("upload/")
+            name, _ = self.uploads[file_id]
+            self.uploads[file_id] = (name, raw)
+            return 200, None
+        body = json.loads(raw or b"{}")
+        if call == "apps.connections.open":
+            if auth != f"Bearer {APP_TOKEN}":
+                return 200, {"ok": False, "error": "invalid_auth"}
+            return 200, {"ok": True, "url": self.ws.url}
+        if auth != f"Bearer {BOT_TOKEN}":
+            return 200, {"ok": False, "error": "invalid_auth"}
+        if call == "auth.test":
+            return 200, {"ok": True, "user_id": BOT_USER, "team_id": "T1"}
+        if call == "chat.postMessage":
+            ts = self._ts()
+            kind = "buttons" if body.get("blocks") else "text"
+            self.record(Posted(kind, body["channel"], body["text"], body.get("thread_ts", ""), ts, body.get("blocks")))
+            return 200, {"ok": True, "channel": body["channel"], "ts": ts}
+        if call == "chat.update":
+            self.record(Posted("edit", body["channel"], body["text"], "", body["ts"]))
+            return 200, {"ok": True, "channel": body["channel"], "ts": body["ts"]}
+        if call == "files.getUploadURLExternal":
+            file_id = f"F{next(self.ids)}"
+            self.uploads[file_id] = (body["filename"], b"")
+            return 200, {"ok": True, "file_id": file_id, "upload_url": f"http://127.0.0.1:{self.http.port}/api/upload/{file_id}"}
+        if call == "files.completeUploadExternal":
+            for f in body["files"]:
+                name, data = self.uploads[f["id"]]
+                self.record(Posted("file", body["channel_id"], name, body.get("thread_ts", ""), f["id"], data))
+            return 200, {"ok": True, "files": body["files"]}
+        return 200, {"ok": False, "error": "unknown_method"}
+
+    def _envelope(self, kind: str, payload: Any) -> None:
+        text = json.dumps({"envelope_id": f"e{next(self.ids)}", "type": kind, "payload": payload,
+                           "accepts_response_payload": False})
+        if not self.ws.send_latest(text):
+            self.pending.append(text)
+
+    # -- the people -------------------------------------------------------------------------------------------
+
+    def adapter(self) -> Any:
+        from hermes.surfaces.messaging.platforms.slack import SlackAdapter
+
+        return SlackAdapter(BOT_TOKEN, APP_TOKEN, base_url=self.url)
+
+    def _user(self, name: str) -> str:
+        return self.users.setdefault(name, f"U{100 + len(self.users)}")
+
+    def dm_chat(self, user: str) -> str:
+        return f"D{self._user(user)}"
+
+    def allowed(self, users: list[str]) -> list[str]:
+        return [self._user(u) for u in users]
+
+    def say(self, user: str, text: str, *, direct: bool = False, mention: bool = True, thread: str = "") -> None:
+        event: dict[str, Any] = {"type": "message", "user": self._user(user), "ts": self._ts(),
+                                 "channel": self.dm_chat(user) if direct else CHANNEL,
+                                 "channel_type": "im" if direct else "channel",
+                                 "text": text if direct or not mention else f"<@{BOT_USER}> {text}"}
+        if thread:
+            event["thread_ts"] = thread
+        self._envelope("events_api", {"type": "event_callback", "event": event})
+
+    def press(self, user: str, post: Posted, choice: str) -> None:
+        buttons = next(b for b in post.extra if b["type"] == "actions")["elements"]
+        button = next(b for b in buttons if b["text"]["text"] == choice)
+        self._envelope("interactive", {"type": "block_actions", "user": {"id": self._user(user), "username": user},
+                                       "channel": {"id": post.chat}, "message": {"ts": post.message_id},
+                                       "actions": [{"action_id": button["action_id"], "value": button["value"]}]})
+
+    def drop(self) -> None:
+        self.ws.drop()
+
+    def malformed(self) -> None:
+        self.ws.send_latest("{not json")
+        self._envelope("events_api", {"event": {"type": "message", "text": "no user or channel"}})
+
+    def close(self) -> None:
+        self.http.close()
+        self.ws.close()

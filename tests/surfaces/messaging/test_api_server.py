@@ -1,0 +1,87 @@
+"""The OpenAI-compatible API server platform, driven by the real ``openai`` client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from hermes.surfaces.messaging.adapter import PlatformError
+from hermes.surfaces.messaging.platforms.api_server import ApiServerAdapter
+from surfaces.messaging.harness import GatewayThread, scripted
+
+KEY = "hk-test-0123456789abcdef"
+
+
+@pytest.fixture
+def api(hermes_home: Path, model_server: Any) -> Iterator[tuple[ApiServerAdapter, Any]]:
+    server = model_server(scripted)
+    adapter = ApiServerAdapter(port=0, keys=[KEY])
+    running = GatewayThread(hermes_home, server.url, [adapter], secrets=(KEY,))
+    yield adapter, server
+    running.stop()
+
+
+def client(adapter: ApiServerAdapter, key: str = KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=adapter.url, api_key=key, max_retries=0)
+
+
+def test_streaming_answers_keep_one_session_per_conversation(api: tuple[ApiServerAdapter, Any]) -> None:
+    adapter, model = api
+    oa = client(adapter)
+    headers = {"X-Hermes-Conversation": "conv-1"}
+    stream = oa.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": "hello"}],
+                                        stream=True, extra_headers=headers)
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "re: hello"
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    again = oa.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": "again"}],
+                                       stream=True, extra_headers=headers)
+    assert "".join(c.choices[0].delta.content or "" for c in again if c.choices) == "re: again"
+    contents = [m.get("content") for m in model.requests[-1]["messages"]]
+    assert "hello" in contents and "re: hello" in contents  # the session kept the history
+    other = oa.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": "alone"}],
+                                       extra_headers={"X-Hermes-Conversation": "conv-2"})
+    assert other.choices[0].message.content == "re: alone"
+    assert "hello" not in [m.get("content") for m in model.requests[-1]["messages"]]
+
+
+def test_tool_activity_arrives_as_events(api: tuple[ApiServerAdapter, Any]) -> None:
+    adapter, _ = api
+    oa = client(adapter)
+    chunks = list(oa.chat.completions.create(model="hermes-agent", stream=True,
+                                             messages=[{"role": "user", "content": "tools please"}]))
+    events = [c.model_extra["hermes_event"] for c in chunks if not c.choices and c.model_extra
+              and "hermes_event" in c.model_extra]
+    assert [e["type"] for e in events] == ["tool_started", "tool_finished"] * 2
+    assert {e["name"] for e in events} == {"todo_list"}
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "tools done"
+    whole = oa.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": "tools again"}])
+    assert whole.choices[0].message.content == "tools done"
+    assert len((whole.model_extra or {})["hermes_events"]) == 4
+
+
+def test_models_and_keys(api: tuple[ApiServerAdapter, Any]) -> None:
+    adapter, model = api
+    assert [m.id for m in client(adapter).models.list()] == ["hermes-agent"]
+    with pytest.raises(openai.AuthenticationError):
+        client(adapter, "wrong-key").chat.completions.create(
+            model="hermes-agent", messages=[{"role": "user", "content": "hi"}])
+    no_auth = httpx.get(f"{adapter.url}/models")
+    assert no_auth.status_code == 401 and "API key" in no_auth.json()["error"]["message"]
+    bad = httpx.post(f"{adapter.url}/chat/completions", headers={"Authorization": f"Bearer {KEY}"},
+                     json={"messages": [{"role": "system", "content": "x"}]})
+    assert bad.status_code == 400 and "no user message" in bad.json()["error"]["message"]
+    assert all(m.get("content") != "hi" for r in model.requests for m in r["messages"])
+
+
+def test_no_keys_means_loopback_only() -> None:
+    open_wide = ApiServerAdapter(host="0.0.0.0", port=0, keys=[])
+    with pytest.raises(PlatformError, match="without API keys"):
+        asyncio.run(open_wide.connect())
