@@ -176,6 +176,10 @@ class PostgresDatabase:
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
 
+    def connection(self) -> psycopg.Connection[Row]:
+        """The live psycopg connection (reconnected if it broke), for bulk work such as ``migrate``."""
+        return self._live()
+
     def ping(self) -> None:
         """Raise :class:`StorageUnavailable` unless the server answers a trivial query now."""
         self.execute("SELECT 1")
