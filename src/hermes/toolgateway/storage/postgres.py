@@ -82,7 +82,7 @@ class Row:
         return f"Row({dict(zip(self._index, self._values, strict=False))!r})"
 
 
-def _rows(cursor: psycopg.Cursor[Any]) -> RowMaker[Row]:
+def _rows(cursor: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> RowMaker[Row]:
     """psycopg row factory: :class:`Row` s sharing one name → position map per result."""
     index: dict[str, int] = {}
     for position, column in enumerate(cursor.description or ()):
