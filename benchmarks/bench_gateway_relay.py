@@ -163,6 +163,7 @@ def main() -> None:
                         "SQLite, with the Redis rate limiter on")
     args = parser.parse_args()
     stops: list[Any] = []
+    counters: Any = None
     storage = ""
     rate = "[rate_limit]\nper_second = 0\nburst = 0\n"
     if args.scale:
@@ -173,14 +174,33 @@ def main() -> None:
         stops += [pg.stop, rd.close]
         storage = f'database_url = "{pg.database()}"\nredis_url = "{rd.url}"\n'
         rate = "[rate_limit]\nper_second = 1000000\nburst = 1000000\n"  # on, but never the limit
+        counters = service_counters(pg, rd, storage.split('"')[1].rsplit("/", 1)[1])
     try:
-        run(args, storage, rate)
+        run(args, storage, rate, counters)
     finally:
         for stop in stops:
             stop()
 
 
-def run(args: argparse.Namespace, storage: str, rate: str) -> None:
+def service_counters(pg: Any, rd: Any, dbname: str) -> Any:
+    """A function returning (PostgreSQL transactions, Redis commands) so far: the storage round trips, which
+    unlike milliseconds do not depend on how busy the machine is."""
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=rd.port, password=rd.password)
+
+    def read() -> tuple[int, int]:
+        time.sleep(11)  # an idle PostgreSQL backend publishes its statistics within 10 s
+        xacts = pg.admin(f"SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = '{dbname}'")
+        stats = client.info("commandstats")
+        # round trips: every command but those our Lua scripts run inside their one EVALSHA
+        inside = {"cmdstat_time", "cmdstat_hmget", "cmdstat_hset", "cmdstat_pexpire", "cmdstat_get", "cmdstat_info"}
+        return int(xacts[0][0]), sum(int(v["calls"]) for k, v in stats.items() if k not in inside)
+
+    return read
+
+
+def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None) -> None:
 
     from hermes.toolgateway.config import load_config
     from hermes.toolgateway.services import Gateway
@@ -224,6 +244,13 @@ def run(args: argparse.Namespace, storage: str, rate: str) -> None:
             sequential(dc, *direct, 200)
             sequential(gc, *via, 200)
             sequential(fc, *bare, 200)
+            if counters is not None:
+                before = counters()
+                sequential(gc, *via, 500)
+                after = counters()
+                pg_trips, redis_trips = (after[0] - before[0] - 1) / 500, (after[1] - before[1]) / 500
+                print(f"storage round trips per relayed request (500 requests): PostgreSQL transactions "
+                      f"{pg_trips:.3f} (usage batches included), Redis round trips {redis_trips:.3f}")
             for _ in range(args.rounds):
                 d_lat += sequential(dc, *direct, per_round)
                 g_lat += sequential(gc, *via, per_round)
