@@ -72,8 +72,14 @@ def test_quota_exact_across_two_gateways(tmp_path: Path, postgres_server: Postgr
         assert all(int(r.headers["retry-after"]) >= 1 for r in refused)
         assert all("Test Article" in r.json()["data"]["metadata"]["title"] for r in responses if r.status_code == 200)
 
-        rows = postgres_server.admin("SELECT COUNT(*), SUM(units), SUM(CASE WHEN status = 200 THEN 1 ELSE 0 END) "
-                                     "FROM usage", db_url.rsplit("/", 1)[1])
+        # the usage rows are journalled before each answer and inserted in batches every few milliseconds
+        deadline = time.monotonic() + 15
+        while True:
+            rows = postgres_server.admin("SELECT COUNT(*), SUM(units), SUM(CASE WHEN status = 200 THEN 1 ELSE 0 "
+                                         "END) FROM usage", db_url.rsplit("/", 1)[1])
+            if rows[0][0] >= 1000 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert rows == [(1000, 100, 100)]
         assert postgres_server.admin("SELECT used FROM quota_counters", db_url.rsplit("/", 1)[1]) == [(100,)]
         for url in gw.urls:  # either process reports the same shared usage
