@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import os
 import shutil
@@ -100,7 +101,8 @@ class Balancer:
         else:
             client_w.close()
             return
-        await asyncio.gather(self._pipe(client_r, up_w), self._pipe(up_r, client_w))
+        with contextlib.suppress(asyncio.CancelledError):  # the run ended with this connection open
+            await asyncio.gather(self._pipe(client_r, up_w), self._pipe(up_r, client_w))
 
 
 def start_gateway(home: Path, port: int, config: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
