@@ -1,8 +1,9 @@
 """The unmodified upstream ``hermes-agent`` client against our Tool Gateway (issue 7; docs/gateway/compat.md).
 
-The full check is opt-in because it needs a separate venv with the upstream package (a few minutes to
-build): set ``HERMES_UPSTREAM_VENV`` to one, or ``HERMES_UPSTREAM_COMPAT=1`` to let the test build one
-with ``scripts/upstream_compat.sh --setup-only``. The other tests here always run: the server-side
+The full check needs a separate venv with the upstream package (a few minutes to build, then cached):
+``.ci/run`` builds or reuses it and sets ``HERMES_UPSTREAM_VENV``, so every CI run includes it; elsewhere
+it is opt-in: set ``HERMES_UPSTREAM_VENV`` to one, or ``HERMES_UPSTREAM_COMPAT=1`` to let the test build
+one with ``scripts/upstream_compat.sh --setup-only``. The other tests here always run: the server-side
 routing the upstream Firecrawl SDK depends on, and that the check itself fails on a wrong venv.
 """
 

@@ -3,7 +3,8 @@
 ``serve`` runs the server; ``users``, ``tokens``, ``device`` and ``admin-token`` manage accounts in the
 gateway database directly (the same SQLite file — or PostgreSQL database, ``--database-url`` — a running
 server uses, so changes — a revoked token, a disabled user — apply to the server's next request). Every
-command takes ``--config FILE``, ``--database-url`` and ``--redis-url``. ``connectors add|list`` records
+command takes ``--config FILE``, ``--database-url`` and ``--redis-url``. ``migrate --to URL`` copies the
+SQLite file into PostgreSQL (:mod:`hermes.toolgateway.storage.copy_to_pg`). ``connectors add|list`` records
 users' connector accounts (:mod:`hermes.cli.gateway_connectors`, docs/gateway/connectors.md).
 """
 
@@ -91,6 +92,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp = dsub.add_parser("approve", help="approve the login showing USER_CODE for user NAME")
     sp.add_argument("user_code")
     sp.add_argument("name")
+    _common(sp)
+
+    sp = sub.add_parser("migrate", help="copy the SQLite gateway database into PostgreSQL (idempotent; row counts "
+                                        "and checksums per table printed)")
+    sp.add_argument("--to", metavar="URL", required=True,
+                    help="the PostgreSQL database (postgresql://user:pass@host/db); its schema is created if needed")
     _common(sp)
 
     sp = sub.add_parser("admin-token", help="print the admin token (for /api/admin/* and operator approval)")
@@ -235,6 +242,22 @@ def _tokens(gw: Gateway, args: argparse.Namespace) -> int:
     return 0
 
 
+def _migrate(args: argparse.Namespace) -> int:
+    from hermes.toolgateway.storage import _require
+    from hermes.toolgateway.storage.copy_to_pg import copy_database, render
+    from hermes.toolgateway.storage.urls import checked_url, mask_url
+
+    url = checked_url("database_url", args.to)
+    assert url is not None
+    _require("psycopg", "migrate --to")
+    source = _config(args, database_url=None).db_path
+    print(f"copying {source} into {mask_url(url)}")
+    results = copy_database(source, url)
+    for line in render(results):
+        print(line)
+    return 0 if all(r.matches for r in results) else 1
+
+
 def run(args: argparse.Namespace) -> int:
     if args.gw_command == "serve":
         from hermes.toolgateway.server import serve
@@ -246,6 +269,8 @@ def run(args: argparse.Namespace) -> int:
                              "firecrawl.allow_loopback": True if args.allow_loopback_fetch else None})
         serve(config)
         return 0
+    if args.gw_command == "migrate":
+        return _migrate(args)
     from hermes.toolgateway.services import Gateway
 
     gw = Gateway(_config(args)).open()

@@ -91,6 +91,7 @@ def routes(gw: Gateway, relays: Mapping[str, Relay]) -> list[Route]:
         request.scope.setdefault("state", {})["gw_user"] = user.uid
         now = gw.clock()
         since, until, label = usage_window(request, now)
+        await gw.meter.flush()  # this process's journalled usage rows first
         rows = gw.meter.summary(user_id=user.id, since=since, until=until)
         for row in rows:
             row.pop("user", None)
@@ -117,6 +118,7 @@ def routes(gw: Gateway, relays: Mapping[str, Relay]) -> list[Route]:
                 user_id = gw.accounts.get_user(name).id
             except AccountError as exc:
                 raise GatewayHTTPError(404, "unknown_user", str(exc)) from None
+        await gw.meter.flush()
         rows = gw.meter.summary(user_id=user_id, since=since, until=until)
         per_user: dict[str, list[dict[str, Any]]] = {}
         for row in rows:

@@ -168,6 +168,7 @@ class GatewayConfig:
     admin_token: str | None = field(default=None, repr=False)
     access_log: str = "-"
     access_token_ttl: int = 3600
+    auth_cache_ttl: float = 2.0  # seconds token/user rows are reused on the hot path (Redis revocation version)
     refresh_token_ttl: int = 30 * 86400
     device_code_ttl: int = 900
     device_poll_interval: int = 1
@@ -345,6 +346,7 @@ def load_config(
         admin_token=top.text("admin_token") or environ.get(admin_env) or None,
         access_log=top.text("access_log", "-") or "-",
         access_token_ttl=top.integer("access_token_ttl", 3600, minimum=60),
+        auth_cache_ttl=top.number("auth_cache_ttl", 2.0, minimum=0.0),
         refresh_token_ttl=top.integer("refresh_token_ttl", 30 * 86400, minimum=60),
         device_code_ttl=top.integer("device_code_ttl", 900, minimum=30),
         device_poll_interval=top.integer("device_poll_interval", 1, minimum=1),

@@ -17,8 +17,9 @@ them.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from hermes.toolgateway.config import GatewayConfig
@@ -33,6 +34,11 @@ from hermes.toolgateway.storage.metering import Meter
 if TYPE_CHECKING:
     import httpx
 
+    from hermes.toolgateway.storage.pg_async import AsyncPool, ChangeListener
+    from hermes.toolgateway.storage.usage_journal import UsageWriter
+
+log = logging.getLogger("hermes.toolgateway")
+
 
 class Gateway:
     """Resources of one gateway process."""
@@ -46,6 +52,9 @@ class Gateway:
         self._auth: Authenticator | None = None
         self._meter: Meter | None = None
         self._http: httpx.AsyncClient | None = None
+        self._pool: AsyncPool | None = None
+        self._writer: UsageWriter | None = None
+        self._listener: ChangeListener | None = None
         self.admin_token = ""
         self.limiter: Limiter = open_limiter(config.redis_url, config.rate_limit.per_second, config.rate_limit.burst)
 
@@ -57,10 +66,30 @@ class Gateway:
             self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
             self._conn = open_database(self.config.database_url, self.config.db_path)
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
+            self._accounts.on_change = self._auth_changed
             self._oauth = OAuth(self._accounts)
-            self._auth = Authenticator(self._accounts, self.clock)
+            self._auth = Authenticator(self._accounts, self.clock,
+                                       cache_ttl=self.config.auth_cache_ttl if self.shared_revocation else 0.0)
             self._meter = Meter(self._conn)
         return self
+
+    @property
+    def shared_revocation(self) -> bool:
+        """True when a shared revocation version exists (Redis): then token and user rows may be cached."""
+        return hasattr(self.limiter, "bump_auth_version")
+
+    def _auth_changed(self) -> None:
+        """A token was revoked, a user disabled or re-planned: no cached row may answer for it any more."""
+        if self._auth is not None:
+            self._auth.forget_rows()
+        bump = getattr(self.limiter, "bump_auth_version", None)
+        if bump is not None:
+            try:
+                bump()
+            except StorageUnavailable as exc:
+                log.warning("the change is stored, but the revocation version could not be raised (%s): gateway "
+                            "processes may accept the old state for up to auth_cache_ttl (%g s)", exc.detail,
+                            self.config.auth_cache_ttl)
 
     def check_services(self) -> None:
         """Raise :class:`StorageUnavailable` (a one-line error naming the masked URL) unless Redis answers,
@@ -74,6 +103,8 @@ class Gateway:
         import httpx
 
         self.open()
+        if self.config.database_url:
+            await self._start_hot_path(self.config.database_url)
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, connect=10.0),
             limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30.0),
@@ -82,11 +113,48 @@ class Gateway:
             headers={"user-agent": "hermes-toolgateway/1"},
         )
 
+    async def _start_hot_path(self, url: str) -> None:
+        """PostgreSQL: the async pool for tokens, quotas and usage, and the usage journal (replayed first)."""
+        from hermes.toolgateway.storage.pg_async import AsyncPool, ChangeListener
+        from hermes.toolgateway.storage.pg_schema import AUTH_CHANNEL
+        from hermes.toolgateway.storage.usage_journal import UsageWriter, insert_params, insert_sql
+
+        pool = self._pool = AsyncPool(url)
+        statement = insert_sql()
+
+        async def insert(rows: Sequence[Sequence[object]]) -> None:
+            await pool.executemany(statement, [insert_params(r) for r in rows])
+
+        writer = UsageWriter(self.config.state_dir / "usage-journal", insert)
+        await writer.start()
+        self._writer = writer
+        self.accounts.pool = self.meter.pool = pool
+        self.meter.writer = writer
+        if self.shared_revocation:  # rows are cached: changes made behind hermes's back must reach the cache too
+            listener = self._listener = ChangeListener(url, AUTH_CHANNEL, self.auth.forget_rows)
+            self.auth.rows_watched = lambda: listener.live
+            await listener.start()
+
     async def close(self) -> None:
-        """Close the HTTP client, the limiter and the database (after in-flight requests and the relays)."""
+        """Close the HTTP client, the limiter and the database (after in-flight requests and the relays); the
+        usage journal is written out first."""
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
+            if self._meter is not None:
+                self._meter.writer = None
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        aclose = getattr(self.limiter, "aclose", None)
+        if aclose is not None:
+            await aclose()
         close_limiter = getattr(self.limiter, "close", None)
         if close_limiter is not None:
             close_limiter()

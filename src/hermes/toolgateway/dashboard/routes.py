@@ -210,6 +210,7 @@ class Dashboard:
         now = self.gw.clock()
         w = self.window(request, now)
         meter = self.gw.meter
+        await meter.flush()  # this process's journalled usage rows first
         report = Report(
             heading="Your Tool Gateway usage", who=f"Signed in as {user.name} (plan {user.plan})",
             csrf=self.sessions.csrf(found), window=w.shown, period=w.period,
@@ -301,6 +302,7 @@ class Dashboard:
             note, status = f"There is no user named {name!r}.", 404
         else:
             user_id = chosen.id if chosen else None
+            await meter.flush()
             rows = meter.summary(user_id=user_id, since=w.since, until=w.until)
             daily = meter.daily(user_id=user_id, since=w.since, until=w.until)
             if chosen is not None:

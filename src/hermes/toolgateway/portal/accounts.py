@@ -21,13 +21,16 @@ import sqlite3
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError
 from hermes.toolgateway.config import CATEGORIES, GatewayConfig, PlanConfig
 from hermes.toolgateway.portal import jwt
 from hermes.toolgateway.storage.base import Database
 from hermes.toolgateway.storage.sqlite import as_database
+
+if TYPE_CHECKING:
+    from hermes.toolgateway.storage.pg_async import AsyncPool
 
 PLANS = ("paid", "free", "none")
 #: Scopes a client may ask for; ``tool:invoke`` is always granted (the relays require it).
@@ -96,6 +99,10 @@ def grant_scope(requested: str | None) -> str:
     return " ".join(granted)
 
 
+_TOKEN_STATE = ("SELECT t.revoked AS t_revoked, u.* FROM access_tokens t JOIN users u ON u.id = t.user_id "
+                "WHERE t.jti = ?")
+
+
 class Accounts:
     """User and token operations on the gateway database (SQLite or PostgreSQL)."""
 
@@ -105,6 +112,11 @@ class Accounts:
         self.config = config
         self.secret = secret
         self.clock = clock
+        #: with PostgreSQL, the async pool of the relay hot path (set by the gateway's start)
+        self.pool: AsyncPool | None = None
+        #: called after every change that cached token or user rows must see at once (revocation, a disabled
+        #: user, a new plan): the gateway bumps the shared revocation version and drops its own cache
+        self.on_change: Callable[[], None] = lambda: None
 
     # -- users ---------------------------------------------------------------------------------------
     def plan_of(self, user: User) -> PlanConfig:
@@ -144,6 +156,7 @@ class Accounts:
         """Disable (or re-enable) a user; every token of a disabled user is refused from the next request."""
         user = self.get_user(name)
         self.conn.execute("UPDATE users SET disabled = ? WHERE id = ?", (int(disabled), user.id))
+        self.on_change()
         return self.get_user(name)
 
     def set_plan(self, name: str, plan: str, plan_expires: float | None) -> User:
@@ -151,6 +164,7 @@ class Accounts:
             raise AccountError(f"unknown plan {plan!r}: choose paid, free or none")
         user = self.get_user(name)
         self.conn.execute("UPDATE users SET plan = ?, plan_expires = ? WHERE id = ?", (plan, plan_expires, user.id))
+        self.on_change()
         return self.get_user(name)
 
     # -- access tokens -------------------------------------------------------------------------------
@@ -203,6 +217,7 @@ class Accounts:
         if row["family"]:
             return self.revoke_family(row["family"], now)
         self.conn.execute("UPDATE access_tokens SET revoked = COALESCE(revoked, ?) WHERE jti = ?", (now, jti))
+        self.on_change()
         return [jti]
 
     def revoke_family(self, family: str, now: float) -> list[str]:
@@ -213,6 +228,7 @@ class Accounts:
             self.conn.execute("UPDATE access_tokens SET revoked = COALESCE(revoked, ?) WHERE family = ?",
                               (now, family))
             ids = [r["jti"] for r in self.conn.execute("SELECT jti FROM access_tokens WHERE family = ?", (family,))]
+        self.on_change()
         return ids
 
     def list_tokens(self, name: str | None = None) -> list[dict[str, Any]]:
@@ -233,10 +249,16 @@ class Accounts:
 
     def token_state(self, jti: str) -> tuple[bool, User] | None:
         """``(revoked, owner)`` for a token id, in one indexed query; None when the id is unknown."""
-        row = self.conn.execute(
-            "SELECT t.revoked AS t_revoked, u.* FROM access_tokens t JOIN users u ON u.id = t.user_id "
-            "WHERE t.jti = ?", (jti,),
-        ).fetchone()
+        row = self.conn.execute(_TOKEN_STATE, (jti,)).fetchone()
+        if row is None:
+            return None
+        return row["t_revoked"] is not None, User.from_row(row)
+
+    async def token_state_async(self, jti: str) -> tuple[bool, User] | None:
+        """:meth:`token_state` on the async pool when there is one (PostgreSQL)."""
+        if self.pool is None:
+            return self.token_state(jti)
+        row = await self.pool.fetchone(_TOKEN_STATE, (jti,))
         if row is None:
             return None
         return row["t_revoked"] is not None, User.from_row(row)

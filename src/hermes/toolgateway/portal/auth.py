@@ -9,7 +9,12 @@
    the next request with the same bytes only re-checks ``exp``;
 3. its ``jti`` is looked up together with its owner in one indexed query — 401 ``unknown_token`` (not
    issued here, or the database was reset), 401 ``token_revoked``, 403 ``account_disabled``. This is
-   what makes revocation effective on the very next request.
+   what makes revocation effective on the very next request. On the relay hot path with Redis
+   (:meth:`Authenticator.authenticate_async`) the two rows are reused for up to ``auth_cache_ttl``
+   seconds, but only while the shared **revocation version** — a Redis counter read in the rate
+   limiter's round trip, raised by every revocation, disabled user and plan change
+   (:attr:`~hermes.toolgateway.portal.accounts.Accounts.on_change`) — is the one they were read under:
+   a revocation still applies to the very next request.
 
 :meth:`Authenticator.authorize` then checks the relay's needs against the owner's *current* plan:
 403 ``insufficient_scope`` (no ``tool:invoke``), 402 ``subscription_expired`` (with the portal URL),
@@ -66,11 +71,19 @@ class Principal:
 class Authenticator:
     """Verifies gateway tokens against the secret and the database."""
 
-    def __init__(self, accounts: Accounts, clock: Callable[[], float] = time.time, cache_size: int = 10_000) -> None:
+    def __init__(self, accounts: Accounts, clock: Callable[[], float] = time.time, cache_size: int = 10_000,
+                 cache_ttl: float = 0.0) -> None:
         self.accounts = accounts
         self.clock = clock
         self.cache_size = cache_size
+        #: seconds a token's row and its owner's are reused on the hot path (with a revocation version only)
+        self.cache_ttl = cache_ttl
         self._verified: dict[str, dict[str, Any]] = {}
+        self._rows: dict[str, tuple[tuple[bool, User], tuple[int, int], float]] = {}
+        self._generation = 0
+        #: whether changes made outside hermes's knowledge reach :meth:`forget_rows` now (the database's
+        #: change notifications are being received); nothing is cached while this answers False
+        self.rows_watched: Callable[[], bool] = lambda: False
 
     def _claims(self, token: str) -> dict[str, Any]:
         """Verified claims; a token already verified (same bytes, signature included) skips the HMAC and JSON
@@ -90,6 +103,42 @@ class Authenticator:
         return self.accounts.config.base_url()
 
     def authenticate(self, token: str | None) -> Principal:
+        """The caller of ``token``, reading its row and its owner's from the database now."""
+        claims, jti = self._verified_claims(token)
+        return self._principal(claims, jti, self.accounts.token_state(jti))
+
+    async def authenticate_async(self, token: str | None, version: int | None = None) -> Principal:
+        """:meth:`authenticate` for the relay hot path: the rows come from the async pool, or from the cache
+        of the last :attr:`cache_ttl` seconds when ``version`` (the shared revocation version, read with the
+        rate limit) is the one they were read under. Without a ``version`` nothing is cached."""
+        claims, jti = self._verified_claims(token)
+        now = time.monotonic()
+        cacheable = version is not None and self.cache_ttl > 0 and self.rows_watched()
+        generation = self._generation
+        if cacheable:
+            hit = self._rows.get(jti)
+            if hit is not None and hit[1] == (version, generation) and hit[2] > now:
+                return self._principal(claims, jti, hit[0])
+        state = await self.accounts.token_state_async(jti)
+        if cacheable and state is not None and generation == self._generation:  # no change while we read
+            if len(self._rows) >= self.cache_size:
+                self._rows.clear()
+            assert version is not None
+            self._rows[jti] = (state, (version, generation), now + self.cache_ttl)
+        return self._principal(claims, jti, state)
+
+    def forget_rows(self) -> None:
+        """Make every cached token and user row stale (a change was made, or announced by the database)."""
+        self._generation += 1
+        self._rows.clear()
+
+    def rate_key_of(self, token: str | None) -> str:
+        """The rate-limit bucket of ``token`` from its verified claims alone (401 when they do not verify);
+        the same as the :class:`Principal`'s once its row confirms the subject."""
+        claims, jti = self._verified_claims(token)
+        return f"{claims.get('sub')}:{jti}"
+
+    def _verified_claims(self, token: str | None) -> tuple[dict[str, Any], str]:
         if not token:
             raise unauthorized("missing_token", "no gateway token: send 'Authorization: Bearer <token>'")
         try:
@@ -102,7 +151,9 @@ class Authenticator:
         jti = claims.get("jti")
         if not isinstance(jti, str):
             raise unauthorized("invalid_token", "the token has no id")
-        state = self.accounts.token_state(jti)
+        return claims, jti
+
+    def _principal(self, claims: dict[str, Any], jti: str, state: tuple[bool, User] | None) -> Principal:
         if state is None:
             raise unauthorized("unknown_token", "this token was not issued by this gateway")
         revoked, user = state

@@ -6,7 +6,8 @@ the backend serving each. :meth:`Relay.__call__` is the ASGI app the host/prefix
 to, with the scope's ``path`` already relative to the relay. Every request goes through, in order:
 
 1. **authenticate** — token from the relay's ``token_sources``; signature, expiry, revocation, user
-   (:class:`~hermes.toolgateway.portal.auth.Authenticator`);
+   (:class:`~hermes.toolgateway.portal.auth.Authenticator`; with Redis the rate-limit token is taken in
+   the same round trip that reads the revocation version, and is refused with 429 only after steps 2-3);
 2. **route** — unknown path 404, wrong method 405;
 3. **authorize** — scope, plan expiry (402), category coverage (403);
 4. **rate limit** — token bucket keyed on ``sub:jti`` (429 + ``Retry-After``);
@@ -180,11 +181,18 @@ class Relay(ABC):
     async def _handle(self, scope: Scope, receive: Receive) -> Response:
         gw = self.gateway
         headers = Headers(scope=scope)
-        principal = gw.auth.authenticate(extract_token(headers, self.token_sources))
+        token = extract_token(headers, self.token_sources)
+        if gw.shared_revocation:  # Redis: one round trip takes the rate-limit token and reads the revocation version
+            wait, version = await gw.limiter.acquire_and_version(gw.auth.rate_key_of(token))
+            principal = await gw.auth.authenticate_async(token, version)
+        else:
+            principal = await gw.auth.authenticate_async(token)
+            wait = -1.0
         scope.setdefault("state", {})["gw_user"] = principal.user.uid
         op = self.match(scope["path"], scope["method"])
         gw.auth.authorize(principal, self.category)
-        wait = gw.limiter.acquire(principal.rate_key)
+        if wait < 0:
+            wait = gw.limiter.acquire(principal.rate_key)
         if wait > 0:
             raise too_many("rate_limited", "too many requests with this token; slow down",
                            gw.limiter.retry_after(wait))
@@ -202,7 +210,7 @@ class Relay(ABC):
         wanted = 0
         try:
             wanted = op.units_for(body, headers)
-            reservation = gw.meter.reserve(principal.user.id, self.category, wanted, limit, now)
+            reservation = await gw.meter.reserve_async(principal.user.id, self.category, wanted, limit, now)
             call = RelayCall(gw, op, principal, headers, scope.get("query_string", b"").decode("latin-1"), body,
                              relay_base_url(scope, self.label, gw.config.public_url, gw.config.base_url()),
                              time.monotonic() + gw.config.limits.vendor_deadline,
@@ -226,7 +234,7 @@ class Relay(ABC):
         latency_ms = (time.perf_counter() - started) * 1000
         units = wanted if status < 400 else 0
         if reservation is not None and status >= 400:
-            gw.meter.refund(reservation)
+            await gw.meter.refund_async(reservation)
         cost = units * gw.config.unit_cost(self.category, op.name, backend)
         gw.meter.record(user_id=principal.user.id, jti=principal.jti, category=self.category, vendor=backend,
                         operation=op.name, units=units, cost=cost, status=status, latency_ms=latency_ms, now=now)

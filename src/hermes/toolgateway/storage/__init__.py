@@ -9,7 +9,9 @@
 
 The modules: :mod:`.base` (the interface, the dialects, the storage errors), :mod:`.sqlite` +
 :mod:`.sqlite_schema`, :mod:`.postgres` + :mod:`.pg_schema`, :mod:`.ratelimit` (in memory),
-:mod:`.redis_limiter`, :mod:`.urls` (masking); and the stores on top of a :class:`~.base.Database`:
+:mod:`.redis_limiter`, :mod:`.urls` (masking), :mod:`.pg_async` (the relay hot path's async PostgreSQL
+pool), :mod:`.usage_journal` (usage rows batched off the request path), :mod:`.copy_to_pg` (``migrate``);
+and the stores on top of a :class:`~.base.Database`:
 :mod:`.metering` (quotas, usage), :mod:`.jobs` (who started which vendor job), :mod:`.connector_store`
 (connector accounts), :mod:`.uploads` (the shared origin's files). Nothing here imports the gateway's
 upper modules (config, relays, portal): they hand in plain values. Nothing is imported until used:
@@ -37,6 +39,10 @@ class Limiter(Protocol):
 
     def acquire(self, key: str, cost: float = 1.0) -> float:
         """0.0 when ``cost`` tokens were taken for ``key``, else the seconds to wait."""
+        ...
+
+    async def acquire_and_version(self, key: str, cost: float = 1.0) -> tuple[float, int | None]:
+        """:meth:`acquire` and, when the limiter is shared (Redis), the revocation version, in one round trip."""
         ...
 
     @staticmethod

@@ -22,13 +22,23 @@ the next month starts.
 from __future__ import annotations
 
 import calendar
+import secrets
 import sqlite3
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.toolgateway.storage.base import Database
 from hermes.toolgateway.storage.sqlite import as_database
+
+if TYPE_CHECKING:
+    from hermes.toolgateway.storage.pg_async import AsyncPool
+    from hermes.toolgateway.storage.usage_journal import UsageWriter
+
+_RESERVE = ("INSERT INTO quota_counters (user_id, category, period, used) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (user_id, category, period) DO UPDATE SET used = quota_counters.used + excluded.used "
+            "WHERE quota_counters.used + excluded.used <= ? RETURNING used")
+_USED = "SELECT used FROM quota_counters WHERE user_id = ? AND category = ? AND period = ?"
 
 
 def month_period(now: float) -> str:
@@ -69,6 +79,9 @@ class Meter:
 
     def __init__(self, conn: Database | sqlite3.Connection) -> None:
         self.conn = as_database(conn)
+        #: with PostgreSQL, set by the gateway's start: the async pool of the hot path and the usage journal
+        self.pool: AsyncPool | None = None
+        self.writer: UsageWriter | None = None
         dialect = self.conn.dialect
         self._refund_sql = (f"UPDATE quota_counters SET used = {dialect.greatest}(used - ?, 0) "
                             "WHERE user_id = ? AND category = ? AND period = ?")
@@ -83,16 +96,34 @@ class Meter:
         if limit is None:
             return Reservation(user_id, category, period, 0)
         if units <= limit:
-            row = self.conn.execute(
-                "INSERT INTO quota_counters (user_id, category, period, used) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (user_id, category, period) DO UPDATE SET used = quota_counters.used + excluded.used "
-                "WHERE quota_counters.used + excluded.used <= ? RETURNING used",
-                (user_id, category, period, units, limit),
-            ).fetchone()
+            row = self.conn.execute(_RESERVE, (user_id, category, period, units, limit)).fetchone()
             if row is not None:
                 return Reservation(user_id, category, period, units)
         used = self.used(user_id, category, period)
         raise QuotaExceeded(category, limit, used, max(1, int(next_period_start(now) - now) + 1))
+
+    async def reserve_async(self, user_id: int, category: str, units: int, limit: int | None,
+                            now: float) -> Reservation:
+        """:meth:`reserve` on the async pool when there is one (the same single statement, committed
+        before the vendor is called)."""
+        pool = self.pool
+        if pool is None:
+            return self.reserve(user_id, category, units, limit, now)
+        period = month_period(now)
+        if limit is None:
+            return Reservation(user_id, category, period, 0)
+        if units <= limit and await pool.fetchone(_RESERVE, (user_id, category, period, units, limit)) is not None:
+            return Reservation(user_id, category, period, units)
+        row = await pool.fetchone(_USED, (user_id, category, period))
+        raise QuotaExceeded(category, limit, int(row[0]) if row else 0, max(1, int(next_period_start(now) - now) + 1))
+
+    async def refund_async(self, reservation: Reservation) -> None:
+        """:meth:`refund` on the async pool when there is one."""
+        if self.pool is None:
+            self.refund(reservation)
+        elif reservation.units:
+            await self.pool.execute(self._refund_sql, (reservation.units, reservation.user_id, reservation.category,
+                                                       reservation.period))
 
     def refund(self, reservation: Reservation) -> None:
         """Give back the units of a call that failed."""
@@ -102,20 +133,26 @@ class Meter:
             )
 
     def used(self, user_id: int, category: str, period: str) -> int:
-        row = self.conn.execute(
-            "SELECT used FROM quota_counters WHERE user_id = ? AND category = ? AND period = ?",
-            (user_id, category, period),
-        ).fetchone()
+        row = self.conn.execute(_USED, (user_id, category, period)).fetchone()
         return int(row["used"]) if row else 0
 
     def record(self, *, user_id: int, jti: str | None, category: str, vendor: str, operation: str, units: int,
                cost: float, status: int, latency_ms: float, now: float) -> None:
-        """Append one relayed call to the usage log."""
+        """Append one relayed call to the usage log: committed at once on SQLite; with the usage journal
+        (PostgreSQL), written ahead to it and inserted with the next batch (:mod:`.usage_journal`)."""
+        row = (secrets.token_hex(12), now, user_id, jti, category, vendor, operation, units, cost, status,
+               round(latency_ms, 3))
+        if self.writer is not None:
+            self.writer.record(row)
+            return
         self.conn.execute(
-            "INSERT INTO usage (ts, user_id, jti, category, vendor, operation, units, cost, status, latency_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (now, user_id, jti, category, vendor, operation, units, cost, status, round(latency_ms, 3)),
-        )
+            "INSERT INTO usage (rid, ts, user_id, jti, category, vendor, operation, units, cost, status, latency_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    async def flush(self) -> None:
+        """Write this process's journalled usage rows now (before a usage view reads the table)."""
+        if self.writer is not None:
+            await self.writer.flush()
 
     def summary(self, *, user_id: int | None, since: float, until: float) -> list[dict[str, Any]]:
         """Calls, successes, units, cost and mean latency per (user,) category, vendor and operation."""

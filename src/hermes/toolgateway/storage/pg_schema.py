@@ -174,9 +174,31 @@ M005_RELAY_JOBS = (
     "CREATE INDEX relay_jobs_expires ON relay_jobs(expires)",
 )
 
+#: the channel on which the database announces a change to a token or user row (cached by the gateways)
+AUTH_CHANNEL = "hermes_gateway_auth"
+
+M006_USAGE_RID = (
+    "ALTER TABLE usage ADD COLUMN rid TEXT",
+    "CREATE UNIQUE INDEX usage_rid ON usage(rid)",
+    # PostgreSQL only: any change of a token or user row — by hermes or by hand — is announced to every
+    # gateway process (pg_notify at commit), which drops its cached rows (portal/auth.py)
+    f"""
+    CREATE FUNCTION hermes_gateway_auth_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+    BEGIN
+        PERFORM pg_notify('{AUTH_CHANNEL}', TG_TABLE_NAME);
+        RETURN NULL;
+    END
+    $fn$
+    """,
+    "CREATE TRIGGER users_auth_changed AFTER UPDATE OR DELETE ON users "
+    "FOR EACH STATEMENT EXECUTE FUNCTION hermes_gateway_auth_changed()",
+    "CREATE TRIGGER access_tokens_auth_changed AFTER UPDATE OR DELETE ON access_tokens "
+    "FOR EACH STATEMENT EXECUTE FUNCTION hermes_gateway_auth_changed()",
+)
+
 #: ``MIGRATIONS[i]`` takes the database from version i to i + 1; append only.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (M001_ACCOUNTS, M002_METERING, M003_CONNECTOR_ACCOUNTS, M004_UPLOADS,
-                                                M005_RELAY_JOBS)
+                                                M005_RELAY_JOBS, M006_USAGE_RID)
 
 
 def migrate(conn: Any) -> int:

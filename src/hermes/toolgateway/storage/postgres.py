@@ -82,7 +82,7 @@ class Row:
         return f"Row({dict(zip(self._index, self._values, strict=False))!r})"
 
 
-def _rows(cursor: psycopg.Cursor[Any]) -> RowMaker[Row]:
+def _rows(cursor: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> RowMaker[Row]:
     """psycopg row factory: :class:`Row` s sharing one name → position map per result."""
     index: dict[str, int] = {}
     for position, column in enumerate(cursor.description or ()):
@@ -175,6 +175,10 @@ class PostgresDatabase:
                 yield
         except psycopg.OperationalError as exc:
             raise self._unavailable(exc) from None
+
+    def connection(self) -> psycopg.Connection[Row]:
+        """The live psycopg connection (reconnected if it broke), for bulk work such as ``migrate``."""
+        return self._live()
 
     def ping(self) -> None:
         """Raise :class:`StorageUnavailable` unless the server answers a trivial query now."""

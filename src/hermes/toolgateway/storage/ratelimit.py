@@ -43,6 +43,10 @@ class RateLimiter:
         self._buckets[key] = (tokens, now)
         return (cost - tokens) / self.rate
 
+    async def acquire_and_version(self, key: str, cost: float = 1.0) -> tuple[float, int | None]:
+        """:meth:`acquire`, and no revocation version (this process's buckets share no state)."""
+        return self.acquire(key, cost), None
+
     @staticmethod
     def retry_after(wait: float) -> int:
         """A ``Retry-After`` value (whole seconds, at least 1) for a wait."""

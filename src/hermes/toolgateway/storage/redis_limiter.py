@@ -31,7 +31,24 @@ from hermes.toolgateway.storage.ratelimit import RateLimiter
 log = logging.getLogger("hermes.toolgateway")
 
 KEY_PREFIX = "hermes:toolgateway:rl:"
+#: the revocation version: incremented by every change that must reach cached token and user rows at once
+AUTH_VERSION_KEY = "hermes:toolgateway:auth-version"
 SOCKET_TIMEOUT = 0.5
+#: connections of the async client (the relay hot path), and how long a request waits for a free one
+ASYNC_CONNECTIONS = 8
+POOL_WAIT = 2.0
+
+#: KEYS[1] the bucket, KEYS[2] the revocation version; ARGV as TOKEN_BUCKET, plus a flag: take a token (1)
+#: or only read the version (0). Returns {wait, version}: the hot path's one Redis round trip.
+BUCKET_AND_VERSION = """
+local wait = '0'
+if ARGV[4] == '1' then
+  wait = (function()
+{bucket}
+  end)()
+end
+return {{wait, redis.call('GET', KEYS[2]) or '0'}}
+"""
 
 #: KEYS[1] the bucket; ARGV rate (tokens/s), burst, cost. Returns the seconds to wait ("0" when taken).
 TOKEN_BUCKET = """
@@ -63,7 +80,14 @@ return string.format('%.17g', wait)
 
 
 class RedisRateLimiter:
-    """A token bucket per key in Redis; ``rate == 0`` or ``burst == 0`` disables it (Redis is not asked)."""
+    """A token bucket per key in Redis; ``rate == 0`` or ``burst == 0`` disables it (Redis is not asked).
+
+    :meth:`acquire` (synchronous) serves the CLI and the non-relay routes; the relay pipeline uses
+    :meth:`acquire_and_version` on a ``redis.asyncio`` client, which in the same round trip reads the
+    revocation version (:data:`AUTH_VERSION_KEY`) that the token cache checks
+    (:class:`~hermes.toolgateway.portal.auth.Authenticator`); :meth:`bump_auth_version` raises it.
+    """
+
 
     @staticmethod
     def retry_after(wait: float) -> int:
@@ -85,6 +109,43 @@ class RedisRateLimiter:
         except ValueError as exc:
             raise ConfigError(f"redis_url {self.label} is not valid: {scrub(str(exc), url)}") from None
         self._bucket: Any = self._client.register_script(TOKEN_BUCKET)
+        self._aclient: Any = None
+        self._abucket: Any = None
+
+    def _async_script(self) -> Any:
+        if self._abucket is None:
+            import redis.asyncio as aredis
+            from redis.asyncio.retry import Retry as AsyncRetry
+
+            # a few connections, shared: a burst of requests waits for one (at most POOL_WAIT seconds) instead
+            # of opening a connection each
+            pool = aredis.BlockingConnectionPool.from_url(
+                self.url, max_connections=ASYNC_CONNECTIONS, timeout=POOL_WAIT, socket_timeout=SOCKET_TIMEOUT,
+                socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=0)
+            self._aclient = aredis.Redis(connection_pool=pool,
+                                         retry=AsyncRetry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
+            body = "\n".join("    " + line for line in TOKEN_BUCKET.strip().splitlines())
+            self._abucket = self._aclient.register_script(BUCKET_AND_VERSION.format(bucket=body))
+        return self._abucket
+
+    async def acquire_and_version(self, key: str, cost: float = 1.0) -> tuple[float, int]:
+        """``(wait, revocation version)`` in one round trip: the wait as :meth:`acquire` (0.0 when the
+        limiter is off: then only the version is read)."""
+        try:
+            wait, version = await self._async_script()(
+                keys=[self.prefix + key, AUTH_VERSION_KEY],
+                args=[repr(float(self.rate or 1)), self.burst, repr(float(cost)), "1" if self.enabled else "0"])
+        except redis.RedisError as exc:
+            raise self._unavailable(exc) from None
+        self._down = False
+        return float(wait), int(version)
+
+    def bump_auth_version(self) -> None:
+        """Make every process's cached token and user rows stale (a revocation, a disabled user, a new plan)."""
+        try:
+            self._client.incr(AUTH_VERSION_KEY)
+        except redis.RedisError as exc:
+            raise self._unavailable(exc) from None
 
     @property
     def enabled(self) -> bool:
@@ -119,3 +180,8 @@ class RedisRateLimiter:
 
     def close(self) -> None:
         self._client.close()
+
+    async def aclose(self) -> None:
+        if self._aclient is not None:
+            await self._aclient.aclose(close_connection_pool=True)
+            self._aclient = self._abucket = None

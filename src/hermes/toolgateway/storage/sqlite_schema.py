@@ -199,6 +199,14 @@ def m005_relay_jobs(conn: sqlite3.Connection) -> None:
     ])
 
 
+def m006_usage_rid(conn: sqlite3.Connection) -> None:
+    """A unique id per usage row (``rid``): usage batches replayed from a journal count nothing twice."""
+    _run(conn, [
+        "ALTER TABLE usage ADD COLUMN rid TEXT",
+        "CREATE UNIQUE INDEX usage_rid ON usage(rid)",
+    ])
+
+
 #: ``MIGRATIONS[i]`` takes the gateway database from ``user_version`` i to i + 1; append only.
 MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering, m003_connector_accounts, m004_uploads,
-                                   m005_relay_jobs)
+                                   m005_relay_jobs, m006_usage_rid)

@@ -1,0 +1,218 @@
+"""Usage rows written in small batches off the request path, without ever losing one.
+
+With PostgreSQL, inserting the usage row before answering costs every request a database round
+trip. :class:`UsageWriter` takes it off the path and still loses nothing:
+
+1. **write ahead** — :meth:`UsageWriter.record` appends the row, as one JSON line, to this process's
+   journal segment (``<state dir>/usage-journal/usage-<pid>-<n>.jsonl``, mode 0600) with a single
+   ``write(2)`` on an ``O_APPEND`` descriptor before the answer leaves. A process killed after it
+   answered (``kill -9``, a crash) has the row in the file: the kernel holds it even if the process is
+   gone. (Power loss may still lose what the page cache held: the journal is not ``fsync``-ed per row.)
+2. **batch** — a background task seals the current segment every :data:`FLUSH_INTERVAL` seconds (or at
+   :data:`BATCH` rows), inserts its rows in one transaction, and deletes the segment only once they
+   are committed. While the database is down the rows wait (in memory and in their segments) and the
+   insert is retried.
+3. **replay** — every row carries a unique id (``usage.rid``) and the insert is ``ON CONFLICT (rid) DO
+   NOTHING``, so replaying a segment whose rows were committed just before a crash counts nothing
+   twice. At start-up each process replays the segments of processes that are gone (a segment's owner
+   holds an ``flock`` on ``usage-<pid>.lock`` while it runs) and deletes them.
+
+A row whose user was deleted in the meantime is dropped by the insert itself (``WHERE EXISTS``), as the
+delete's cascade would have dropped it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("hermes.toolgateway")
+
+BATCH = 256
+FLUSH_INTERVAL = 0.02
+RETRY_DELAY = 1.0
+#: the columns of one usage row, in journal and insert order
+COLUMNS = ("rid", "ts", "user_id", "jti", "category", "vendor", "operation", "units", "cost", "status", "latency_ms")
+_SEGMENT = re.compile(r"^usage-(\d+)-(\d+)\.jsonl$")
+
+Insert = Callable[[Sequence[Sequence[Any]]], Awaitable[None]]
+
+
+def insert_sql() -> str:
+    """The idempotent insert of one usage row (``?`` placeholders; the user id is given twice)."""
+    cols = ", ".join(COLUMNS)
+    marks = ", ".join("?" for _ in COLUMNS)
+    return (f"INSERT INTO usage ({cols}) SELECT {marks} WHERE EXISTS (SELECT 1 FROM users WHERE id = ?) "
+            "ON CONFLICT (rid) DO NOTHING")
+
+
+def insert_params(row: Sequence[Any]) -> tuple[Any, ...]:
+    return (*row, row[2])
+
+
+def _read_segment(path: Path) -> list[list[Any]]:
+    rows = []
+    with contextlib.suppress(FileNotFoundError):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a line cut short (there is at most one, the last)
+            if isinstance(row, list) and len(row) == len(COLUMNS):
+                rows.append(row)
+    return rows
+
+
+class UsageWriter:
+    """This process's usage journal and its background flusher (``insert`` writes one batch, idempotently)."""
+
+    def __init__(self, directory: Path, insert: Insert, *, batch: int = BATCH,
+                 interval: float = FLUSH_INTERVAL) -> None:
+        self.directory = directory
+        self.insert = insert
+        self.batch = batch
+        self.interval = interval
+        self.pid = os.getpid()
+        self._seq = 0
+        self._fd = -1
+        self._lock_fd = -1
+        self._segment: Path | None = None
+        self._sealed: list[Path] = []
+        self._pending: list[list[Any]] = []  # rows of the sealed segments and the current one, in order
+        self._sealed_rows = 0
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._flushing = asyncio.Lock()
+        self.flushed = 0
+
+    # -- start and stop --------------------------------------------------------------------------------
+    async def start(self) -> int:
+        """Take this process's lock, replay the segments of processes that are gone, start the flusher.
+
+        Returns how many rows were replayed (inserted or found already there)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(OSError):
+            os.chmod(self.directory, 0o700)
+        self._lock_fd = os.open(self.directory / f"usage-{self.pid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        replayed = await self.replay_orphans()
+        self._open_segment()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="usage-writer")
+        return replayed
+
+    async def replay_orphans(self) -> int:
+        """Insert the rows of every segment whose process is gone, then delete those segments."""
+        segments: dict[int, list[Path]] = {}
+        for path in sorted(self.directory.iterdir()):
+            found = _SEGMENT.match(path.name)
+            if found:  # our own pid too: a process before us had it (a container restarted)
+                segments.setdefault(int(found.group(1)), []).append(path)
+        replayed = 0
+        for pid, paths in segments.items():
+            lock = self.directory / f"usage-{pid}.lock"
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600) if pid != self.pid else -1
+            try:
+                try:
+                    if fd >= 0:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # that process still runs
+                rows = [row for path in sorted(paths, key=lambda p: int(_SEGMENT.match(p.name).group(2)))  # type: ignore[union-attr]
+                        for row in _read_segment(path)]
+                for start in range(0, len(rows), self.batch):
+                    await self.insert(rows[start:start + self.batch])
+                replayed += len(rows)
+                for path in paths:
+                    path.unlink(missing_ok=True)
+                if fd >= 0:
+                    lock.unlink(missing_ok=True)
+            finally:
+                if fd >= 0:
+                    os.close(fd)
+        if replayed:
+            log.warning("usage journal: replayed %d row(s) of gateway processes that stopped", replayed)
+        return replayed
+
+    async def close(self) -> None:
+        """Stop the flusher and write everything still pending (the segments stay if the database is down)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        try:
+            await self.flush()
+        except Exception as exc:  # the rows stay in their segments; the next start replays them
+            log.warning("usage journal: %d row(s) not written at shutdown, kept in %s: %s", len(self._pending),
+                        self.directory, exc)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if not self._pending and self._segment is not None:
+            self._segment.unlink(missing_ok=True)
+            if self._lock_fd >= 0:
+                (self.directory / f"usage-{self.pid}.lock").unlink(missing_ok=True)
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # -- the request path ------------------------------------------------------------------------------
+    def record(self, row: Sequence[Any]) -> None:
+        """Journal one row (one ``write``) and queue it for the next batch."""
+        line = (json.dumps(list(row), separators=(",", ":")) + "\n").encode("utf-8")
+        os.write(self._fd, line)
+        self._pending.append(list(row))
+        if len(self._pending) - self._sealed_rows >= self.batch:
+            self._wake.set()
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    # -- batches ---------------------------------------------------------------------------------------
+    def _open_segment(self) -> None:
+        self._seq += 1
+        self._segment = self.directory / f"usage-{self.pid}-{self._seq}.jsonl"
+        self._fd = os.open(self._segment, os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC, 0o600)
+
+    def _seal(self) -> None:
+        if self._segment is not None and len(self._pending) > self._sealed_rows:
+            os.close(self._fd)
+            self._sealed.append(self._segment)
+            self._sealed_rows = len(self._pending)
+            self._open_segment()
+
+    async def flush(self) -> None:
+        """Insert every row recorded so far; their segments are deleted once committed."""
+        async with self._flushing:
+            self._seal()
+            while self._sealed_rows:
+                batch = self._pending[:min(self._sealed_rows, self.batch * 4)]
+                await self.insert(batch)
+                del self._pending[:len(batch)]
+                self._sealed_rows -= len(batch)
+                self.flushed += len(batch)
+            for path in self._sealed:
+                path.unlink(missing_ok=True)
+            self._sealed.clear()
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
+            self._wake.clear()
+            if not self._pending:
+                continue
+            try:
+                await self.flush()
+            except Exception as exc:
+                log.warning("usage journal: %d row(s) wait for the database: %s", len(self._pending), exc)
+                await asyncio.sleep(RETRY_DELAY)
