@@ -1,9 +1,11 @@
-"""``hermes video jobs [--json] [--limit N]`` and ``hermes video resume [JOB]``: the stored video renders.
+"""``hermes video jobs|resume|models``: the stored video renders, and the models of a video backend.
 
 ``jobs`` lists what ``HERMES_HOME/video_jobs.db`` holds, newest first: id, state, backend and model, the
 cost estimate, the queue position or progress, and the saved file or the error. ``resume`` polls an
 unfinished job (or all of them) again until it ends or ``video_gen.wait_seconds`` pass, and saves the
-result like the tool does; nothing is submitted or paid again. Only argparse is imported at module level.
+result like the tool does; nothing is submitted or paid again. ``models [BACKEND] [--refresh]`` lists a
+backend's models and what each accepts (a live catalog, OpenRouter's, is fetched and cached). Only
+argparse is imported at module level.
 """
 
 from __future__ import annotations
@@ -22,6 +24,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     resume.add_argument("job", nargs="?", metavar="JOB", help="a job id from 'hermes video jobs' (default: all "
                                                               "unfinished)")
     resume.add_argument("--json", action="store_true", help="print JSON instead of text")
+    models = sub.add_parser("models", help="the models of a video backend and what each accepts (live catalogs "
+                                           "are fetched and cached)")
+    models.add_argument("backend", nargs="?", metavar="BACKEND",
+                        help="fal, xai, openrouter or a plugin (default: video_gen.provider, else fal)")
+    models.add_argument("--refresh", action="store_true", help="read a live catalog again")
+    models.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
 def _age(seconds: float) -> str:
@@ -45,6 +53,30 @@ def _line(job: dict[str, Any]) -> str:
             f"{_age(job['created_at'])}  {where}").rstrip()
 
 
+def _models(settings: Any, args: argparse.Namespace) -> int:
+    import json
+    from dataclasses import asdict
+
+    from hermes.tools.asyncbridge import run_sync
+    from hermes.tools.routed.context import RoutedContext
+    from hermes.tools.video.backend import backend_models
+
+    ctx = RoutedContext(settings)
+    provider = ctx.get_str("video_gen.provider")
+    name = args.backend or (provider if provider and provider != "nous" else "fal")
+    backend, models = run_sync(backend_models(ctx, name, refresh=args.refresh))
+    if args.json:
+        print(json.dumps([{"id": m.id, "name": m.display, "capabilities": asdict(m.capabilities),
+                           "price_per_second_usd": m.price_per_second} for m in models], indent=2))
+        return 0
+    chosen = ctx.get_str("video_gen.model") if provider == name else None
+    print(f"{backend.display} ({name}) — {len(models)} models" + (" (live catalog)" if backend.live_catalog else ""))
+    for m in models:
+        mark = "*" if m.id == (chosen or backend.default_model) else " "
+        print(f" {mark} {m.id}  {m.display}\n     {m.capabilities.summary()}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     import json
 
@@ -52,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
     command = getattr(args, "video_command", None) or "jobs"
     settings = Settings.load()
+    if command == "models":
+        return _models(settings, args)
     if command == "resume":
         from hermes.tools.asyncbridge import run_sync
         from hermes.tools.routed.context import RoutedContext

@@ -260,8 +260,8 @@ VIDEO_GEN = Category(
     fallback={"video_gen": None},
     tools={"video_gen": ("video_generate",)},
     opt_in=True,
-    # OpenRouter's and DeepInfra's video APIs are routed but no backend plugin drives them yet
-    unbuilt=frozenset({"openrouter", "deepinfra"}),
+    # DeepInfra's video API is routed but no backend plugin drives it yet
+    unbuilt=frozenset({"deepinfra"}),
     plugin_backends=True,
     toolsets=("video", "video_gen"),
 )

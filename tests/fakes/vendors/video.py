@@ -153,3 +153,77 @@ class FakeXaiVideo(Recorder):
         rid = request.path_params["request_id"]
         return JSONResponse({"status": "done", "model": job["body"].get("model"),
                              "video": {"url": f"{base_of(request)}/files/{rid}.mp4", "duration": 6}})
+
+
+class FakeOpenRouterVideo(Recorder):
+    """OpenRouter's video API (openrouter.ai/docs/api_reference/videos): ``GET /v1/videos/models`` (the
+    catalog in ``catalog``), ``POST /v1/videos`` → 202 ``{"id", "polling_url", "status": "pending"}``,
+    ``GET /v1/videos/{id}`` → ``pending``, ``in_progress`` (with ``progress``), then ``completed`` with
+    signed ``urls`` (or ``failed`` with ``error`` when ``fail_with`` is set)."""
+
+    def __init__(self, key: str = "or-test") -> None:
+        super().__init__()
+        self.key = key
+        self.fail_with: str | None = None
+        self.video = tiny_mp4(5.0)
+        self.catalog: list[dict[str, Any]] = [
+            {"id": "google/veo-3.1", "name": "Veo 3.1", "generate_audio": True, "seed": None,
+             "supported_aspect_ratios": ["16:9", "9:16"], "supported_durations": [4, 6, 8],
+             "supported_resolutions": ["720p", "1080p"], "supported_frame_images": ["first_frame", "last_frame"]},
+            {"id": "alibaba/wan-2.6", "name": "Wan 2.6", "generate_audio": False, "seed": 1,
+             "supported_aspect_ratios": ["16:9"], "supported_durations": [5, 10], "supported_resolutions": ["1080p"],
+             "supported_frame_images": []},
+        ]
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.app = Starlette(routes=[
+            Route("/files/{name}", self._file, methods=["GET"]),
+            Route("/v1/videos/models", self._models, methods=["GET"]),
+            Route("/v1/videos", self._submit, methods=["POST"]),
+            Route("/v1/videos/{job_id}", self._status, methods=["GET"]),
+        ])
+
+    def submits(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["method"] == "POST"]
+
+    def _authorised(self, request: Request) -> bool:
+        return request.headers.get("authorization") == f"Bearer {self.key}"
+
+    async def _file(self, request: Request) -> Response:
+        await self.record(request)
+        return Response(self.video, media_type="video/mp4")
+
+    async def _models(self, request: Request) -> Response:
+        await self.record(request)
+        if not self._authorised(request):
+            return JSONResponse({"error": {"message": "No auth credentials found", "code": 401}}, 401)
+        return JSONResponse({"data": self.catalog})
+
+    async def _submit(self, request: Request) -> Response:
+        entry, _ = await self.record(request)
+        if not self._authorised(request):
+            return JSONResponse({"error": {"message": "No auth credentials found", "code": 401}}, 401)
+        body = entry["json"] or {}
+        if body.get("model") not in {m["id"] for m in self.catalog}:
+            return JSONResponse({"error": {"message": "model not found", "code": 400}}, 400)
+        job_id = self.next_id("orv-")
+        self.jobs[job_id] = {"body": body, "polls": 0}
+        return JSONResponse({"id": job_id, "polling_url": f"/api/v1/videos/{job_id}", "status": "pending"}, 202)
+
+    async def _status(self, request: Request) -> Response:
+        await self.record(request)
+        if not self._authorised(request):
+            return JSONResponse({"error": {"message": "No auth credentials found", "code": 401}}, 401)
+        job_id = request.path_params["job_id"]
+        job = self.jobs.get(job_id)
+        if job is None:
+            return JSONResponse({"error": {"message": "not found", "code": 404}}, 404)
+        job["polls"] += 1
+        if job["polls"] == 1:
+            return JSONResponse({"id": job_id, "status": "pending"})
+        if job["polls"] == 2:
+            return JSONResponse({"id": job_id, "status": "in_progress", "progress": 40})
+        if self.fail_with is not None:
+            return JSONResponse({"id": job_id, "status": "failed", "error": self.fail_with})
+        return JSONResponse({"id": job_id, "status": "completed",
+                             "urls": [f"{base_of(request)}/files/{job_id}.mp4?sig=abc"],
+                             "unsigned_urls": [f"/api/v1/videos/{job_id}/content?index=0"]})

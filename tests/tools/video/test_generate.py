@@ -211,7 +211,7 @@ def test_pending_answer_then_the_same_call_resumes_and_pays_once(home: Path, fak
 def test_unbuilt_backend_and_status_lines_tell_the_truth(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hermes.routing.report import load_report
 
-    monkeypatch.setenv("OPENROUTER_API_KEY", "or-test")
+    monkeypatch.setenv("DEEPINFRA_API_KEY", "di-test")
     configure(home, "")
     settings = Settings.load()
     line = load_report(settings.paths.auth, settings.config.data, settings.env.as_dict()).routes["video_gen"]

@@ -109,3 +109,19 @@ def test_a_plugin_cannot_take_a_built_in_name(home: Path) -> None:
     found = find_backends(home / "plugins")
     assert found.sources["fal"] == "builtin"
     assert "already taken by builtin" in found.errors["plugin:fal"]
+
+
+def test_an_entry_point_backend_is_found(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site"
+    (site / "acme_video").mkdir(parents=True)
+    (site / "acme_video" / "__init__.py").write_text(
+        textwrap.dedent(PLUGIN).replace('name = "acme"', 'name = "acme-ep"'), encoding="utf-8")
+    info = site / "acme_video-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-video\nVersion: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[hermes.video_gen]\nacme-ep = acme_video:AcmeBackend\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+    (home / "plugins").mkdir()  # a new folder: the cached scan of an earlier test is not reused
+    found = find_backends(home / "plugins")
+    assert found.sources.get("acme-ep") == "entrypoint:acme-ep", found.errors
+    assert found.get("acme-ep") is not None and found.get("acme-ep").display == "Acme Video"  # type: ignore[union-attr]

@@ -158,6 +158,22 @@ class ModelInfo:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+def model_to_data(model: ModelInfo) -> dict[str, Any]:
+    """``model`` as JSON (for the catalog cache)."""
+    return {"id": model.id, "display": model.display, "capabilities": asdict(model.capabilities),
+            "price_per_second": model.price_per_second, "extra": dict(model.extra)}
+
+
+def model_from_data(data: Mapping[str, Any]) -> ModelInfo:
+    """The inverse of :func:`model_to_data` (TypeError/KeyError/ValueError on a malformed entry)."""
+    caps = dict(data["capabilities"])
+    for key in ("modes", "aspect_ratios", "resolutions", "durations"):
+        caps[key] = tuple(caps.get(key) or ())
+    price = data.get("price_per_second")
+    return ModelInfo(str(data["id"]), str(data.get("display") or data["id"]), Capabilities(**caps),
+                     float(price) if isinstance(price, int | float) else None, dict(data.get("extra") or {}))
+
+
 @dataclass(frozen=True)
 class Connection:
     """Where a backend calls and with which secret: the vendor's API and the user's key, or a gateway relay
@@ -197,7 +213,9 @@ class VideoBackend(ABC):
     * ``name`` — what ``video_gen.provider`` holds (lower case, ``[a-z0-9_-]``);
     * ``display`` — the human name; ``env`` — the variables holding its key (any one of them);
     * ``api_origin`` — its API (``video_gen.<name>.base_url`` in config.yaml overrides it);
-    * ``default_model`` — used when ``video_gen.model`` is unset.
+    * ``default_model`` — used when ``video_gen.model`` is unset;
+    * ``live_catalog`` — set with :meth:`fetch_models` when the vendor lists its models and their limits:
+      the list is cached (``HERMES_HOME/cache/video_models/<name>.json``) and read offline from there.
     """
 
     name: ClassVar[str] = ""
@@ -205,6 +223,8 @@ class VideoBackend(ABC):
     env: ClassVar[tuple[str, ...]] = ()
     api_origin: ClassVar[str | None] = None
     default_model: ClassVar[str] = ""
+    #: the vendor publishes its catalog: :meth:`fetch_models` reads it (cached under HERMES_HOME/cache/)
+    live_catalog: ClassVar[bool] = False
 
     @abstractmethod
     def models(self) -> tuple[ModelInfo, ...]:
@@ -213,6 +233,10 @@ class VideoBackend(ABC):
     def model(self, model_id: str) -> ModelInfo | None:
         """The model ``model_id``, or None when this backend cannot run it."""
         return next((m for m in self.models() if m.id == model_id), None)
+
+    async def fetch_models(self, conn: Connection) -> tuple[ModelInfo, ...]:
+        """The vendor's catalog, read now (network); backends with ``live_catalog`` override it."""
+        return self.models()
 
     def estimate_cost(self, model: ModelInfo, request: VideoRequest) -> float | None:
         """US dollars this request will probably cost (None: unknown)."""

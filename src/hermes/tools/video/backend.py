@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hermes.errors import SelectionError
-from hermes.plugins.video_gen.base import Connection, ModelInfo, VideoBackend
+from hermes.plugins.video_gen.base import Capabilities, Connection, ModelInfo, VideoBackend
+from hermes.plugins.video_gen.catalog import cached_models, store_models
 from hermes.plugins.video_gen.discovery import find_backends
 from hermes.tools.routed.context import Access, RoutedContext
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from hermes.routing import Route
 
 _HINT = "Run 'hermes tools' to change it."
+#: ``ModelInfo.extra`` key of a live-catalog model the cache does not hold yet
+UNCATALOGUED = "uncatalogued"
+_UNKNOWN = Capabilities(modes=("text", "image"), min_duration=1, max_duration=60)
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,10 @@ def active_backend(ctx: RoutedContext, route: Route | None = None) -> Active:
         backend = found
     model_id = ctx.get_str("video_gen.model") or backend.default_model
     model = backend.model(model_id)
+    if model is None and backend.live_catalog:
+        model = next((m for m in cached_models(ctx.settings.paths.cache, backend.name) if m.id == model_id), None)
+        # not fetched yet: the call reads the live catalog before anything is paid (refresh_model)
+        model = model or ModelInfo(model_id, model_id, _UNKNOWN, None, {UNCATALOGUED: True})
     if model is None:
         known = ", ".join(m.id for m in backend.models()) or "none listed"
         raise SelectionError(f"video_gen.model is set to {model_id!r}, which {backend.display} does not have "
@@ -102,16 +110,73 @@ def plugin_secret(ctx: RoutedContext, backend: VideoBackend) -> str:
 
 def connection(ctx: RoutedContext, active: Active, http: httpx.AsyncClient) -> tuple[Connection, str]:
     """The :class:`Connection` of ``active`` and human words for the route (for results and errors)."""
-    from hermes.vendors.base import same_origin
-
     if active.plugin:
-        secret = plugin_secret(ctx, active.backend)
-        key = f"video_gen.{active.backend.name}.base_url"
-        origin = ctx.get_str(key) or active.backend.api_origin
-        if not origin:
-            raise SelectionError(f"the {active.backend.name} video plugin has no API address; set {key} in "
-                                 "config.yaml")
-        origin = origin.rstrip("/")
-        return Connection(http, origin, secret, same_origin(origin)), f"the {active.backend.name} plugin"
+        return backend_connection(ctx, active.backend, "byok", http), f"the {active.backend.name} plugin"
     access: Access = ctx.access(active.route)
     return Connection(http, access.origin, access.secret, access.allow_url, access.gateway), access.via
+
+
+async def refresh_model(ctx: RoutedContext, active: Active, conn: Connection) -> Active:
+    """``active`` with its model read from the live catalog when the cache did not hold it (free; before any
+    paid call); SelectionError when the backend does not list the model."""
+    from dataclasses import replace
+
+    if not active.model.extra.get(UNCATALOGUED):
+        return active
+    models = await active.backend.fetch_models(conn)
+    store_models(ctx.settings.paths.cache, active.backend.name, models)
+    found = next((m for m in models if m.id == active.model.id), None)
+    if found is None:
+        known = ", ".join(m.id for m in models[:20]) or "none"
+        raise SelectionError(f"video_gen.model is set to {active.model.id!r}, which {active.backend.display}'s "
+                             f"catalog does not list (it lists: {known}). {_HINT}")
+    return replace(active, model=found)
+
+
+def backend_connection(ctx: RoutedContext, backend: VideoBackend, route_kind: str, http: httpx.AsyncClient,
+                       *, job_id: str | None = None) -> Connection:
+    """A connection to ``backend`` itself, whatever ``video_gen.provider`` says now: with its own key
+    (``video_gen.<name>.base_url`` honoured), or — ``route_kind == "gateway"`` — through the gateway while
+    ``video_gen`` is still routed there (a stored job is polled on the route it was paid on)."""
+    from hermes.routing import Route
+    from hermes.routing.categories import CATEGORIES
+    from hermes.vendors.base import same_origin
+
+    vendor = CATEGORIES["video_gen"].vendor(backend.name)
+    if route_kind == "gateway":
+        route = ctx.route("video_gen")
+        if route.kind != "gateway":
+            what = f"video job {job_id}" if job_id else "this"
+            raise SelectionError(f"{what} was paid through the Tool Gateway, but video_gen is now routed to "
+                                 f"{route.vendor}; route it through nous again to resume it. {_HINT}")
+    elif vendor is None:  # a plugin backend
+        origin = (ctx.get_str(f"video_gen.{backend.name}.base_url") or backend.api_origin or "").rstrip("/")
+        return Connection(http, origin, plugin_secret(ctx, backend), same_origin(origin))
+    else:
+        route = Route("byok", "video_gen", "video_gen", vendor.name, vendor.api_origin, vendor.env[0][0],
+                      "", None, None)
+    access = ctx.access(route)
+    return Connection(http, access.origin, access.secret, access.allow_url, access.gateway)
+
+
+async def backend_models(ctx: RoutedContext, name: str, *, refresh: bool) -> tuple[VideoBackend, tuple[ModelInfo, ...]]:
+    """The models of the backend ``name``: its table, or its live catalog (read now when ``refresh`` or when
+    never cached, then cached) — ``hermes video models`` and the picker list these."""
+    backend = find_backends(ctx.settings.paths.plugins).get(name)
+    if backend is None:
+        raise SelectionError(f"no video backend called {name!r}; installed: "
+                             f"{', '.join(find_backends(ctx.settings.paths.plugins).names())}")
+    if not backend.live_catalog:
+        return backend, backend.models()
+    cached = cached_models(ctx.settings.paths.cache, name)
+    if cached and not refresh:
+        return backend, cached
+    from hermes.tools.routed.context import http_client
+
+    if backend.env and not any(ctx.env.get(n, "").strip() for n in backend.env):
+        raise SelectionError(f"{backend.display}'s catalog is read with {' or '.join(backend.env)}, which is not set "
+                             "(hermes config set-env NAME VALUE)")
+    async with http_client(60.0) as http:
+        models = await backend.fetch_models(backend_connection(ctx, backend, "byok", http))
+    store_models(ctx.settings.paths.cache, name, models)
+    return backend, models

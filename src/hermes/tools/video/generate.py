@@ -21,7 +21,7 @@ from hermes.errors import ToolError
 from hermes.plugins.video_gen.base import Submitted, VideoRequest
 from hermes.tools.routed.context import RoutedContext, http_client, text_arg
 from hermes.tools.routed.source import is_web_url, load_media
-from hermes.tools.video.backend import active_backend, connection
+from hermes.tools.video.backend import active_backend, connection, refresh_model
 from hermes.tools.video.jobs import Call, Pace, run_job, session_id_of
 from hermes.vendors.base import VendorError, origin_of
 
@@ -71,11 +71,15 @@ async def generate_video(args: dict[str, Any], ctx: RoutedContext, kw: dict[str,
     """Run one ``video_generate`` call (see the module docstring)."""
     request = parse_request(args)
     active = active_backend(ctx)
-    active.model.capabilities.check(request, active.model.id)  # before anything is sent or paid
-    cost = active.backend.estimate_cost(active.model, request)
     stored = request  # the fingerprint holds what the model asked for, not an inlined file
     async with http_client(120.0) as http:
         conn, via = connection(ctx, active, http)
+        try:
+            active = await refresh_model(ctx, active, conn)  # a live catalog not cached yet (free)
+        except VendorError as exc:
+            raise ToolError(f"reading the model catalog failed via {via}: {exc}") from None
+        active.model.capabilities.check(request, active.model.id)  # before anything is sent or paid
+        cost = active.backend.estimate_cost(active.model, request)
         sent = await _source_image(ctx, http, conn.gateway, request, active.route)
 
         async def submit() -> Submitted:

@@ -10,35 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from hermes.errors import SelectionError, ToolError
-from hermes.plugins.video_gen.base import Connection, VideoBackend
 from hermes.plugins.video_gen.discovery import find_backends
-from hermes.store.video_jobs import VideoJob, VideoJobStore
+from hermes.store.video_jobs import VideoJobStore
 from hermes.tools.routed.context import RoutedContext, http_client
-from hermes.tools.video.backend import plugin_secret
+from hermes.tools.video.backend import backend_connection
 from hermes.tools.video.jobs import Call, Pace, follow
-
-_HINT = "Run 'hermes tools' to change it."
-
-
-def _connection(ctx: RoutedContext, job: VideoJob, backend: VideoBackend, http: Any) -> Connection:
-    from hermes.routing import Route
-    from hermes.routing.categories import CATEGORIES
-    from hermes.vendors.base import same_origin
-
-    vendor = CATEGORIES["video_gen"].vendor(job.backend)
-    if job.route == "gateway":
-        route = ctx.route("video_gen")
-        if route.kind != "gateway":
-            raise SelectionError(f"video job {job.id} was paid through the Tool Gateway, but video_gen is now routed "
-                                 f"to {route.vendor}; route it through nous again to resume it. {_HINT}")
-    elif vendor is None:  # a plugin backend
-        origin = (ctx.get_str(f"video_gen.{backend.name}.base_url") or backend.api_origin or "").rstrip("/")
-        return Connection(http, origin, plugin_secret(ctx, backend), same_origin(origin))
-    else:
-        route = Route("byok", "video_gen", "video_gen", vendor.name, vendor.api_origin, vendor.env[0][0],
-                      "", None, None)
-    access = ctx.access(route)
-    return Connection(http, access.origin, access.secret, access.allow_url, access.gateway)
 
 
 async def resume_jobs(ctx: RoutedContext, job_id: str | None, kw: dict[str, Any]) -> list[dict[str, Any]]:
@@ -64,7 +40,7 @@ async def resume_jobs(ctx: RoutedContext, job_id: str | None, kw: dict[str, Any]
                 continue
             try:
                 async with http_client(120.0) as http:
-                    conn = _connection(ctx, job, backend, http)
+                    conn = backend_connection(ctx, backend, job.route, http, job_id=job.id)
                     results.append(await follow(ctx, store, job, backend, conn, Call("hermes video resume", kw, None),
                                                 Pace.of(ctx)))
             except (ToolError, SelectionError) as exc:
