@@ -100,3 +100,40 @@ def test_hermes_video_models_fetches_and_caches_the_live_catalog(home: Path, fak
     assert listed[1]["capabilities"]["modes"] == ["text"] and listed[1]["capabilities"]["durations"] == [5, 10]
     assert (home / "cache" / "video_models" / "openrouter.json").exists()
     assert [r["path"] for r in fake.requests] == ["/v1/videos/models"]
+
+
+DOWN, ENTER = "\x1b[B", "\r"
+
+
+def test_the_tools_picker_guides_backend_and_model_from_the_live_catalog(home: Path, fake: FakeOpenRouterVideo,
+                                                                         pipe: Any) -> None:
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.cli.tools import run_picker
+
+    # Video generation (6th) → OpenRouter (4th; its key is set) → the live catalog's 2nd model → Done (7th)
+    pipe.send_text("6" + ENTER + "4" + ENTER + DOWN + ENTER + "7" + ENTER)
+    out: list[str] = []
+    run_picker(Settings.load(), out.append, input=pipe, output=DummyOutput())
+    text = (home / "config.yaml").read_text()
+    assert "provider: openrouter" in text and "model: alibaba/wan-2.6" in text, (text, out)
+    assert "Video generation model → alibaba/wan-2.6" in out
+    assert any("opt-in" in line for line in out)
+    assert [r["path"] for r in fake.requests] == ["/v1/videos/models"]
+
+
+def test_the_picker_asks_the_fal_key_then_offers_the_fal_models(home: Path, fake: FakeOpenRouterVideo, pipe: Any,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from prompt_toolkit.output import DummyOutput
+
+    from hermes.cli.tools import run_picker
+
+    monkeypatch.delenv("FAL_KEY", raising=False)
+    # Video generation → FAL (2nd) → FAL_KEY typed → Kling 3.0 Pro (4th in FAL's table) → Done
+    pipe.send_text("6" + ENTER + "2" + ENTER + "fal-secret-1" + ENTER + "4" + ENTER + "7" + ENTER)
+    out: list[str] = []
+    run_picker(Settings.load(), out.append, input=pipe, output=DummyOutput())
+    text = (home / "config.yaml").read_text()
+    assert "provider: fal" in text and "model: fal-ai/kling-video/v3/pro/text-to-video" in text, (text, out)
+    assert "FAL_KEY=fal-secret-1" in (home / ".env").read_text()
+    assert not any("fal-secret-1" in line for line in out)
