@@ -260,8 +260,6 @@ VIDEO_GEN = Category(
     fallback={"video_gen": None},
     tools={"video_gen": ("video_generate",)},
     opt_in=True,
-    # DeepInfra's video API is routed but no backend plugin drives it yet
-    unbuilt=frozenset({"deepinfra"}),
     plugin_backends=True,
     toolsets=("video", "video_gen"),
 )

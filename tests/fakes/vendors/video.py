@@ -227,3 +227,65 @@ class FakeOpenRouterVideo(Recorder):
         return JSONResponse({"id": job_id, "status": "completed",
                              "urls": [f"{base_of(request)}/files/{job_id}.mp4?sig=abc"],
                              "unsigned_urls": [f"/api/v1/videos/{job_id}/content?index=0"]})
+
+
+class FakeDeepInfraVideo(Recorder):
+    """DeepInfra's OpenAI-compatible videos endpoint: ``GET /models/list`` (LLMs and video models mixed),
+    ``POST /v1/openai/videos`` → ``{"id", "status": "queued"}``, ``GET /v1/openai/videos/{id}`` →
+    ``processing`` once, then ``succeeded`` with a URL relative to the host (or ``failed``)."""
+
+    def __init__(self, key: str = "di-test") -> None:
+        super().__init__()
+        self.key = key
+        self.fail_with: str | None = None
+        self.video = tiny_mp4(5.0)
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.app = Starlette(routes=[
+            Route("/generated/{name}", self._file, methods=["GET"]),
+            Route("/models/list", self._models, methods=["GET"]),
+            Route("/v1/openai/videos", self._submit, methods=["POST"]),
+            Route("/v1/openai/videos/{job_id}", self._status, methods=["GET"]),
+        ])
+
+    def submits(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r["method"] == "POST"]
+
+    def _authorised(self, request: Request) -> bool:
+        return request.headers.get("authorization") == f"Bearer {self.key}"
+
+    async def _file(self, request: Request) -> Response:
+        await self.record(request)
+        return Response(self.video, media_type="video/mp4")
+
+    async def _models(self, request: Request) -> Response:
+        await self.record(request)
+        if not self._authorised(request):
+            return JSONResponse({"detail": {"error": "Unauthorized"}}, 401)
+        return JSONResponse([
+            {"model_name": "deepseek-ai/DeepSeek-V3.2", "type": "text-generation"},
+            {"model_name": "Pixverse/Pixverse-T2V", "type": "text-to-video", "reported_type": "text-to-video"},
+            {"model_name": "Wan-AI/Wan2.6-T2V", "type": "text-to-video"},
+        ])
+
+    async def _submit(self, request: Request) -> Response:
+        entry, _ = await self.record(request)
+        if not self._authorised(request):
+            return JSONResponse({"detail": {"error": "Unauthorized"}}, 401)
+        job_id = self.next_id("videos_")
+        self.jobs[job_id] = {"body": entry["json"], "polls": 0}
+        return JSONResponse({"id": job_id, "status": "queued"})
+
+    async def _status(self, request: Request) -> Response:
+        await self.record(request)
+        if not self._authorised(request):
+            return JSONResponse({"detail": {"error": "Unauthorized"}}, 401)
+        job_id = request.path_params["job_id"]
+        job = self.jobs.get(job_id)
+        if job is None:
+            return JSONResponse({"detail": {"error": "not found"}}, 404)
+        job["polls"] += 1
+        if job["polls"] == 1:
+            return JSONResponse({"id": job_id, "status": "processing"})
+        if self.fail_with is not None:
+            return JSONResponse({"id": job_id, "status": "failed", "error": {"message": self.fail_with}})
+        return JSONResponse({"id": job_id, "status": "succeeded", "data": [{"url": f"/generated/{job_id}.mp4"}]})

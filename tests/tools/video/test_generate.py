@@ -208,22 +208,22 @@ def test_pending_answer_then_the_same_call_resumes_and_pays_once(home: Path, fak
     assert third["job_id"] != first["job_id"] and len(fakes["fal"].submits()) == 2
 
 
-def test_unbuilt_backend_and_status_lines_tell_the_truth(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_status_lines_tell_the_truth(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from hermes.routing.report import load_report
 
-    monkeypatch.setenv("DEEPINFRA_API_KEY", "di-test")
+    def line() -> Any:
+        settings = Settings.load()
+        return load_report(settings.paths.auth, settings.config.data, settings.env.as_dict()).routes["video_gen"]
+
     configure(home, "")
-    settings = Settings.load()
-    line = load_report(settings.paths.auth, settings.config.data, settings.env.as_dict()).routes["video_gen"]
-    assert not line.ready and line.message.startswith("not built yet — no tool drives this backend")
+    assert not line().ready and line().message == "not configured"
     monkeypatch.setenv("FAL_KEY", "fal-test")
-    line = load_report(settings.paths.auth, settings.config.data, settings.env.as_dict()).routes["video_gen"]
-    assert line.ready and line.message == ("active via FAL key; opt-in: not enabled (hermes tools enable "
-                                           "video_gen)")
+    assert line().ready and line().message == "active via FAL key; opt-in: not enabled (hermes tools enable video_gen)"
     configure(home, "toolsets: [hermes-cli, video_gen]\n")
-    settings = Settings.load()
-    line = load_report(settings.paths.auth, settings.config.data, settings.env.as_dict()).routes["video_gen"]
-    assert line.message == "active via FAL key"
+    assert line().message == "active via FAL key"
+    configure(home, "toolsets: [hermes-cli, video_gen]\nvideo_gen:\n  provider: acme\n")
+    assert line().message == "acme plugin backend (selected)"
+    assert registry.availability("video_generate")[0] is False  # the plugin is not installed: the tool says so
 
 
 def test_video_toolsets_are_opt_in() -> None:
