@@ -234,3 +234,20 @@ def test_video_toolsets_are_opt_in() -> None:
     assert "video_generate" in resolve_toolsets(Surface.CLI, ["hermes-cli", "video_gen"]).tools
     both = resolve_toolsets(Surface.CLI, ["hermes-cli", "video"]).tools
     assert {"video_generate", "xai_video_edit", "xai_video_extend"} <= set(both)
+
+
+def test_an_interrupted_turn_stops_waiting_but_keeps_the_job(home: Path, fakes: dict[str, Any],
+                                                             monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("FAL_KEY", "fal-test")
+    fal_config(home, fakes)  # wait_seconds stays 600: only the interruption ends the wait
+    fakes["fal"].hold = True
+    picture = tmp_path / "boat.png"
+    picture.write_bytes(tiny_png(3, 3))
+    tools = ToolSession(registry, ["video_generate"],
+                        SessionContext.from_settings(Settings.load(), session_id="s2", cancelled=lambda: True))
+    result = json.loads(tools.dispatch("video_generate", {"prompt": "sail", "image_url": str(picture)}).text)
+    assert result["status"] == "pending", result
+    with VideoJobStore.in_home(home) as store:
+        job = store.get(result["job_id"])
+    assert job.state == "queued" and job.request["image_url"].startswith(f"{picture} sha256:")
+    assert "base64" not in json.dumps(job.request)  # the inlined file is sent, never stored

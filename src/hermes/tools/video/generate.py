@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import replace
 from typing import Any
 
@@ -46,17 +47,21 @@ def parse_request(args: dict[str, Any]) -> VideoRequest:
 
 
 async def _source_image(ctx: RoutedContext, http: httpx.AsyncClient, gateway: bool, request: VideoRequest,
-                        route: Any) -> VideoRequest:
+                        route: Any) -> tuple[VideoRequest, VideoRequest]:
+    """(the request to send, the request to store): a local image is sent inline or uploaded, and stored as
+    its name and content hash (so the same call with a changed file is a new job)."""
     source = request.image_url
     if source is None:
-        return request
+        return request, request
     if is_web_url(source):
         if origin_of(source) is None:
             raise ToolError("'image_url' is not a valid http(s) URL")
-        return request
+        return request, request
     loaded = await load_media(source, ctx, kind="image", max_bytes=SOURCE_MAX_BYTES, field="image_url")
+    shown = source if len(source) <= 200 else source[:200] + "…"
+    stored = replace(request, image_url=f"{shown} sha256:{hashlib.sha256(loaded.data).hexdigest()[:16]}")
     if not gateway:
-        return replace(request, image_url=loaded.data_uri())
+        return replace(request, image_url=loaded.data_uri()), stored
     access = ctx.access(route)
     try:
         reference = await ctx.upload(http, access, loaded.data, filename=loaded.filename, content_type=loaded.type.mime)
@@ -64,14 +69,13 @@ async def _source_image(ctx: RoutedContext, http: httpx.AsyncClient, gateway: bo
         from hermes.tools.routed.context import vendor_failure
 
         raise vendor_failure(exc, access, "uploading the source image") from None
-    return replace(request, image_url=reference)
+    return replace(request, image_url=reference), stored
 
 
 async def generate_video(args: dict[str, Any], ctx: RoutedContext, kw: dict[str, Any]) -> dict[str, Any]:
     """Run one ``video_generate`` call (see the module docstring)."""
     request = parse_request(args)
     active = active_backend(ctx)
-    stored = request  # the fingerprint holds what the model asked for, not an inlined file
     async with http_client(120.0) as http:
         conn, via = connection(ctx, active, http)
         try:
@@ -80,7 +84,7 @@ async def generate_video(args: dict[str, Any], ctx: RoutedContext, kw: dict[str,
             raise ToolError(f"reading the model catalog failed via {via}: {exc}") from None
         active.model.capabilities.check(request, active.model.id)  # before anything is sent or paid
         cost = active.backend.estimate_cost(active.model, request)
-        sent = await _source_image(ctx, http, conn.gateway, request, active.route)
+        sent, stored = await _source_image(ctx, http, conn.gateway, request, active.route)
 
         async def submit() -> Submitted:
             return await active.backend.submit(conn, active.model, sent)

@@ -10,7 +10,8 @@ and then polled by :func:`follow`:
 * ``done``: the video is downloaded (without credentials), checked by its magic bytes and saved under
   ``HERMES_HOME/media/<session id>/`` with a ``.json`` file of its metadata beside it;
 * ``failed``: the vendor's error;
-* still rendering after ``video_gen.wait_seconds``: the result says ``pending`` with the job id; calling
+* still rendering after ``video_gen.wait_seconds`` (or when the turn is interrupted): the result says
+  ``pending`` with the job id; calling
   the tool again with the same arguments, or ``hermes video resume``, keeps waiting for the same job.
 
 A vendor that cannot be reached while polling leaves the job stored as it was, so it can be resumed.
@@ -130,7 +131,8 @@ async def follow(ctx: RoutedContext, store: VideoJobStore, job: VideoJob, backen
         if now != shown:
             report_progress(call.kw, call.tool, f"job {job.id} {now[0]}", progress.percent)
             shown = now
-        if time.monotonic() >= give_up:
+        session = call.kw.get("session")
+        if time.monotonic() >= give_up or getattr(session, "interrupted", False):
             return {"success": False, "status": "pending", "job_id": job.id, "state": progress.state,
                     "queue_position": progress.queue_position, "progress": progress.percent,
                     "backend": backend.name, "model": job.model, "cost_estimate_usd": job.cost_estimate,
