@@ -251,3 +251,21 @@ def test_an_interrupted_turn_stops_waiting_but_keeps_the_job(home: Path, fakes: 
         job = store.get(result["job_id"])
     assert job.state == "queued" and job.request["image_url"].startswith(f"{picture} sha256:")
     assert "base64" not in json.dumps(job.request)  # the inlined file is sent, never stored
+
+
+def test_a_job_left_submitting_is_closed_with_a_warning(home: Path, fakes: dict[str, Any],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.plugins.video_gen.base import VideoRequest
+
+    monkeypatch.setenv("FAL_KEY", "fal-test")
+    fal_config(home, fakes)
+    request = VideoRequest(prompt="lost")
+    with VideoJobStore.in_home(home) as store:  # what a process killed inside submit() leaves behind
+        lost = store.create(fingerprint=request.fingerprint("fal", "fal-ai/veo3.1", "generate", "byok"),
+                            kind="generate", backend="fal", route="byok", model="fal-ai/veo3.1",
+                            request=request.to_data(), cost_estimate=None, session_id=None)
+    assert call({"prompt": "lost"})["success"]
+    with VideoJobStore.in_home(home) as store:
+        closed = store.get(lost.id)
+    assert closed.state == "failed" and "may have started (and billed) it" in (closed.error or "")
+    assert len(fakes["fal"].submits()) == 1

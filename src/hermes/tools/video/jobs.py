@@ -77,8 +77,12 @@ async def run_job(ctx: RoutedContext, *, backend: VideoBackend, model: str, rout
     store = VideoJobStore.in_home(ctx.home)
     try:
         fingerprint = request.fingerprint(backend.name, model, kind, route)
-        waiting = [j for j in store.unfinished(fingerprint, since=time.time() - RESUME_WINDOW)
-                   if j.state != "submitting"]
+        unfinished = store.unfinished(fingerprint, since=time.time() - RESUME_WINDOW)
+        for lost in (j for j in unfinished if j.state == "submitting"):
+            # a process died between storing the job and the vendor's answer: nothing to poll
+            store.finish(lost.id, error="the process ended while submitting; the vendor may have started (and "
+                                        "billed) it without hermes learning its id — check the vendor's dashboard")
+        waiting = [j for j in unfinished if j.state != "submitting"]
         if waiting:
             job = waiting[0]
             report_progress(call.kw, call.tool, f"resuming job {job.id} (already paid; not submitted again)")
