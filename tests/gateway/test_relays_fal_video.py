@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 import hermes.tools.video.tool  # noqa: F401  (registers video_generate)
@@ -38,6 +39,7 @@ def gw(fake: tuple[FakeFalVideo, ServerThread], tmp_path_factory: pytest.TempPat
                              **{"fal-queue.url": fake[1].url, "fal-queue.api_key": OPERATOR_KEY})
     with harness:
         harness.user("alice", "paid")
+        harness.user("fred", "free")  # the default free plan covers FAL images, not video
         yield harness
 
 
@@ -63,6 +65,23 @@ def test_video_generate_through_the_gateway_relay(hermes_home: Path, monkeypatch
     assert all(token not in str(r) for r in seen)
     assert sum(1 for r in seen if r["path"].endswith("/status")) >= 3
     user = gw.side.accounts.get_user("alice")
-    ops = [str(r[0]) for r in gw.side.conn.execute("SELECT operation FROM usage WHERE user_id = ? ORDER BY id",
-                                                  (user.id,)).fetchall()]
-    assert ops[0] == "submit" and ops[-1] == "result" and "status" in ops
+    rows = gw.side.conn.execute("SELECT operation, category, units FROM usage WHERE user_id = ? ORDER BY id",
+                                (user.id,)).fetchall()
+    ops = [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+    assert ops[0] == ("submit", "fal-video", 1) and ops[-1] == ("result", "fal-video", 0)
+    assert {category for _op, category, _units in ops} == {"fal-video"}
+
+
+def test_video_models_are_authorised_and_metered_as_fal_video(gw: GatewayHarness,
+                                                              fake: tuple[FakeFalVideo, ServerThread]) -> None:
+    from hermes.toolgateway.relays.fal_queue import is_video_model
+
+    assert is_video_model("fal-ai/veo3.1") and is_video_model("fal-ai/kling-video/v3/pro/text-to-video")
+    assert is_video_model("fal-ai/pixverse/v6/image-to-video") and not is_video_model("fal-ai/flux-2/klein/9b")
+    headers = {"authorization": f"Key {gw.token('fred')}"}
+    video = httpx.post(f"{gw.relay_url('fal-queue')}/fal-ai/veo3.1", json={"prompt": "x"}, headers=headers, timeout=30)
+    assert video.status_code == 403 and video.json()["code"] == "category_not_covered", video.text
+    assert "fal-video" in video.json()["error"]
+    image = httpx.post(f"{gw.relay_url('fal-queue')}/fal-ai/flux-2/klein/9b", json={"prompt": "x"}, headers=headers,
+                       timeout=30)
+    assert image.status_code == 200, image.text  # images stay covered by the free plan
