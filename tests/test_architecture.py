@@ -21,6 +21,7 @@ LAYERS: tuple[str, ...] = (
     "surfaces",
     "agent",
     "tools",
+    "plugins",
     "connectors",
     "routing",
     "vendors",

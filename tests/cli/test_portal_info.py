@@ -84,7 +84,7 @@ def test_logged_out_defaults() -> None:
           Text to speech    ○ active via local eSpeak
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
           Browser           ○ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
-          Video generation  ○ not built yet — no tool uses it
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
           Sign up: https://portal.nousresearch.com/manage-subscription
@@ -101,7 +101,7 @@ def test_paid_subscription_with_one_own_key() -> None:
           Text to speech    ✓ active via Nous subscription
           Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
           Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
-          Video generation  ○ not built yet — no tool uses it
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
           Model:   ✓ using Nous as inference provider
@@ -118,7 +118,7 @@ def test_free_tier_does_not_cover_speech() -> None:
           Text to speech    ✗ Nous subscription selected — not covered by the free tool tier
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
           Browser           ○ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
-          Video generation  ○ not built yet — no tool uses it
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -133,7 +133,7 @@ def test_expired_but_refreshable_is_not_refreshed_by_info() -> None:
           Text to speech    ✓ active via Nous subscription
           Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
           Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
-          Video generation  ○ not built yet — no tool uses it
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
           Model:   ✓ using Nous as inference provider
@@ -152,7 +152,7 @@ def test_expired_without_refresh_token() -> None:
           Text to speech    ✗ Nous subscription selected — the Nous Portal login has expired
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
           Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
-          Video generation  ○ not built yet — no tool uses it
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -172,7 +172,7 @@ def test_selection_errors_and_split_web() -> None:
           Text to speech    ○ active via ElevenLabs key
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
           Browser           ✗ browser is configured to use camofox (set via hermes tools), but CAMOFOX_URL is not set. Run 'hermes tools' to change it.
-          Video generation  ○ not built yet — no tool uses it
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
           Model:   currently openai (switch with 'hermes model')
@@ -192,7 +192,7 @@ def test_legacy_use_gateway_and_env_token() -> None:
           Text to speech    ○ active via local eSpeak
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
           Browser           ✗ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
-          Video generation  ○ not built yet — no tool uses it (route: FAL key)
+          Video generation  ○ active via FAL key; opt-in: not enabled (hermes tools enable video_gen)
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -209,7 +209,7 @@ def test_no_tool_access_and_opaque_token() -> None:
           Text to speech    ✗ Nous subscription selected — no active subscription with tool access
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
           Browser           ○ not available — local Chromium needs the program chromium (or chromium-browser or google-chrome or google-chrome-stable) on PATH (pip install 'hermes[browser]' and the chromium package)
-          Video generation  ○ not built yet — no tool uses it
+          Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
         """)
@@ -238,7 +238,7 @@ def test_the_report_is_the_answer_the_tools_act_on(config: dict[str, Any], env: 
             assert item == {**item, "route": "error", "vendor": None, "origin": None, "message": str(found)}
             continue
         assert (item["vendor"], item["origin"], item["kind"]) == (found.vendor, found.origin, found.kind)
-        if name.split(".")[0] in ("stt", "video_gen"):  # no tool of this installation uses them
+        if name == "stt":  # no tool of this installation uses it
             assert not item["ready"] and item["message"].startswith("not built yet")
             continue
         if name == "browser":  # only local Chromium is driven; the cloud browsers are routed, not built

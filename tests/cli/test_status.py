@@ -57,7 +57,7 @@ def test_full_json_shape(hermes_home: Path) -> None:
     assert ["catalog", "disabled in agent.disabled_toolsets"] in data["toolsets"]["desktop"]["dropped"]
     items = {i["name"]: i for i in data["storage"]["items"]}
     assert set(items) == {"config.yaml", ".env", "auth.json", "state.db", "plugins", "cache", "chat_history", "cron",
-                          "toolgateway"}
+                          "toolgateway", "video_jobs.db", "media"}
     assert items["plugins"] == {"name": "plugins", "path": str(hermes_home / "plugins"), "exists": True,
                                 "bytes": 1000, "files": 1, "complete": True}
     assert not items["auth.json"]["exists"] and data["storage"]["home"] == str(hermes_home)

@@ -24,7 +24,7 @@ from fakes.vendors.harness import GatewayHarness
 SERVED_BY: dict[str, tuple[str, ...]] = {
     "Web tools": ("web_search", "web_extract"), "Web search": ("web_search",), "Web extract": ("web_extract",),
     "Image generation": ("image_generate",), "Text to speech": ("text_to_speech",),
-    "Speech to text": (), "Video generation": (),
+    "Speech to text": (), "Video generation": ("video_generate",),
     "Browser": ("browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_scroll",
                 "browser_back", "browser_press", "browser_get_images", "browser_vision", "browser_console",
                 "browser_exec"),
@@ -93,8 +93,6 @@ def check_agreement(home: Path, env: dict[str, str]) -> tuple[dict[str, tuple[st
             assert (marks[tool] is None) == active, (label, mark, message, tool, marks[tool])
             if marks[tool] is not None:
                 assert marks[tool] and marks[tool] != "requirements not met", (tool, marks[tool])
-    for tool in ("video_generate",):
-        assert tool not in marks  # not built: tools list shows no such tool, portal info says "not built yet"
     # status --full: the same gateway block, and the tools ready for a cli session as tools list counts them
     block = info.split("\n\n", 1)[0]
     assert block in status, (block, status)
@@ -119,10 +117,11 @@ def test_fresh_home_with_espeak(tmp_path: Path) -> None:
     assert rows["Text to speech"] == ("○", "active via local eSpeak") and marks["text_to_speech"] is None
 
 
-def test_fal_key_makes_images_active_but_not_video(tmp_path: Path) -> None:
+def test_fal_key_makes_images_and_video_active_and_says_video_is_opt_in(tmp_path: Path) -> None:
     rows, marks = check_agreement(tmp_path / "home", {"FAL_KEY": "fal-test"})
     assert rows["Image generation"][1] == "active via FAL key" and marks["image_generate"] is None
-    assert rows["Video generation"][1] == "not built yet — no tool uses it (route: FAL key)"
+    assert rows["Video generation"][1] == "active via FAL key; opt-in: not enabled (hermes tools enable video_gen)"
+    assert marks["video_generate"] is None
 
 
 def test_a_vendor_key(tmp_path: Path) -> None:

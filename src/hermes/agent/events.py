@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from hermes.tools.progress import ToolProgress as ToolProgress  # emitted by tools, re-exported here
 from hermes.tools.requests import Request as Request  # defined with the tools, re-exported here
 
 
@@ -87,7 +88,7 @@ class TurnFinished:
 
 Event = (
     TextDelta | ReasoningDelta | AssistantMessage | ToolStarted | ToolFinished | Retrying | Notice | Usage
-    | TurnFinished
+    | TurnFinished | ToolProgress
 )
 
 

@@ -30,6 +30,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),
     ("connectors", "connectors", "your connector accounts (Gmail home, Gmail work…): list, rename, remove"),
+    ("video", "video", "stored video renders: list them, resume polling after a restart"),
     ("model", "model", "choose the inference provider and model (Nous: offers the Tool Gateway)"),
     ("status", "status", "model endpoint and tool routing; --full: toolsets, storage, scheduler, sandbox"),
 )

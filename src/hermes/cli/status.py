@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 STORAGE: tuple[tuple[str, str], ...] = (
     ("config.yaml", "config"), (".env", "env"), ("auth.json", "auth"), ("state.db", "database"),
     ("plugins", "plugins"), ("cache", "cache"), ("chat_history", "history"), ("cron", "cron"),
-    ("toolgateway", "toolgateway"),
+    ("toolgateway", "toolgateway"), ("video_jobs.db", "video_jobs.db"), ("media", "media"),
 )
 _MAX_ENTRIES = 50_000
 
@@ -184,7 +184,7 @@ def storage(home: Path) -> dict[str, Any]:
         path = getattr(paths, attr, None) or home / attr
         exists = path.exists()
         size, files, complete = _size(path) if exists else (0, 0, True)
-        if name == "state.db":
+        if name.endswith(".db"):
             for extra in ("-wal", "-shm"):
                 side = path.with_name(path.name + extra)
                 if side.is_file():

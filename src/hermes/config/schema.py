@@ -357,7 +357,10 @@ SCHEMA = Schema(
             ("accessibility", "flag", {"default": True}),
             ("kill_hotkey", "text", {"default": "ctrl+alt+Escape"}),
         ),
-        _section("video_gen", *_ROUTED, ("provider", "text"), open_tables=(ANY_TABLE,)),
+        _section("video_gen", *_ROUTED, ("provider", "text"), ("model", "text"),
+                 ("poll_seconds", "number", {"default": 5.0, "minimum": 0.001, "maximum": 300}),
+                 ("wait_seconds", "number", {"default": 600.0, "minimum": 0, "maximum": 86_400}),
+                 open_tables=(ANY_TABLE,)),
         _section(
             "vision",
             ("base_url", "url"), ("model", "text"), ("api_key_env", "text"),

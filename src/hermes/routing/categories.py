@@ -24,13 +24,14 @@ Per vendor the table records:
   ``PATH``, every Python package importable (checked by :mod:`hermes.routing.readiness`, offline).
 
 Per category ``tools`` names the registered tools that serve each function. A category with none
-(``browser``, ``stt``, ``video_gen`` today) is routed and shown, but says "not built yet" rather than
+(``browser``, ``stt`` today) is routed and shown, but says "not built yet" rather than
 "active": nothing in this installation would use its route (``tests/routing/test_readiness.py`` keeps
 the table equal to the registry).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -95,6 +96,10 @@ class Category:
     opt_in: bool = False
     #: backends (vendor names, or ``"gateway"``) the routing knows but no tool of this installation drives
     unbuilt: frozenset[str] = frozenset()
+    #: the selection key may name a plugin backend not in ``vendors`` (``video_gen``: plugins/video_gen/<name>/)
+    plugin_backends: bool = False
+    #: the toolsets that hold this category's tools when it is opt-in (status lines say when none is enabled)
+    toolsets: tuple[str, ...] = ()
 
     @property
     def legacy_key(self) -> str:
@@ -253,8 +258,10 @@ VIDEO_GEN = Category(
     coverage_key="fal-video",
     auto_order={"video_gen": ("fal", "xai", "openrouter", "deepinfra")},
     fallback={"video_gen": None},
-    tools={"video_gen": ()},
+    tools={"video_gen": ("video_generate",)},
     opt_in=True,
+    plugin_backends=True,
+    toolsets=("video", "video_gen"),
 )
 
 #: Every category, in the order status screens list them.
@@ -264,6 +271,9 @@ CATEGORIES: dict[str, Category] = {c.name: c for c in (WEB, IMAGE_GEN, TTS, STT,
 ROUTE_NAMES: tuple[str, ...] = tuple(
     f"{c.name}.{f}" if len(c.functions) > 1 else c.name for c in CATEGORIES.values() for f in c.functions
 )
+
+#: A plugin backend's name as a selection value may hold (``plugin_backends`` categories).
+PLUGIN_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 #: Selection values written by other clients that mean one of ours (the upstream client's names).
 ALIASES: Mapping[str, str] = {

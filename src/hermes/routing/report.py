@@ -17,7 +17,7 @@ checks read ``ready`` and ``missing`` from this same report.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -208,12 +208,35 @@ def _route(name: str, found: Route | SelectionError, credentials: Credentials, j
     return RouteStatus(name, "byok", message=found.message, mark=OTHER, ready=True, **common)
 
 
+def _toolsets_named(config: Mapping[str, Any]) -> set[str]:
+    value = config.get("toolsets") if isinstance(config, Mapping) else None
+    if isinstance(value, str):
+        return {part.strip() for part in value.split(",") if part.strip()}
+    if isinstance(value, list):
+        return {str(part).strip() for part in value}
+    return set()
+
+
+def _opt_in(status: RouteStatus, config: Mapping[str, Any]) -> RouteStatus:
+    """An opt-in category's ready route says when none of its toolsets is enabled in config.yaml (the tool
+    is then in no session, though ``--toolsets`` can still add it for one run)."""
+    category = CATEGORIES[status.name.partition(".")[0]]
+    if not (category.opt_in and category.toolsets and status.ready):
+        return status
+    named = _toolsets_named(config)
+    if named & {*category.toolsets, "all"}:
+        return status
+    first = category.toolsets[-1]
+    return replace(status, message=f"{status.message}; opt-in: not enabled (hermes tools enable {first})")
+
+
 def build_report(config: Mapping[str, Any], env: Mapping[str, str], credentials: Credentials,
                  entry: Mapping[str, Any] | None, now: float) -> GatewayReport:
     """The status of the portal login and of every route (see the module docstring)."""
     auth, judge = _auth(credentials, entry, env, now)
     found = resolve_all(config, env, credentials)
-    routes = {name: _route(name, value, credentials, judge, env) for name, value in found.items()}
+    routes = {name: _opt_in(_route(name, value, credentials, judge, env), config)
+              for name, value in found.items()}
     warnings = list(credentials.warnings)
     if credentials.token_source == "auth.json" and entry is not None and token_portal(entry, env) is None:
         from hermes.routing.portal_auth import portal_mismatch_text

@@ -41,6 +41,7 @@ from hermes.routing.categories import (
     CATEGORIES,
     GATEWAY_DISPLAY,
     GATEWAY_VALUE,
+    PLUGIN_NAME,
     ROUTE_NAMES,
     WEB_FUNCTION_KEYS,
     Category,
@@ -255,6 +256,10 @@ def _resolve_choice(
         return _gateway_route(category, function, key, config, env, credentials)
     per_function = _function_of(key) is not None
     vendor = category.vendor(value)
+    if vendor is None and category.plugin_backends and PLUGIN_NAME.match(value):
+        # a backend plugin (plugins/video_gen/<name>/): the tool finds it and checks its key
+        return Route("byok", category.name, function, value, None, None, f"{value} plugin backend (selected)",
+                     None, key)
     allowed = selection_values(category, function if per_function else None)
     if vendor is None or value not in allowed:
         what = f"is not a known {category.name} backend" if vendor is None else f"cannot {function} in {category.name}"

@@ -80,14 +80,15 @@ def connect(path: Path) -> sqlite3.Connection:
 class SQLiteStore:
     """One connection to a hermes SQLite file shared between threads, with locked read and write blocks.
 
+    ``migrations`` names another file's own schema (default: the store's, for ``state.db``).
     Writes run in ``BEGIN IMMEDIATE`` transactions; SQLite errors become :class:`StoreError` naming
     the action. Subclasses translate particular errors (e.g. a unique name taken) with
     :meth:`_translate`.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, migrations: Sequence[Migration] | None = None) -> None:
         self.path = path
-        self._conn = connect(path)
+        self._conn = connect(path) if migrations is None else open_sqlite(path, migrations)
         self._lock = threading.RLock()
 
     def _translate(self, exc: sqlite3.Error) -> HermesError | None:

@@ -25,6 +25,7 @@ from hermes.agent.events import (
     Retrying,
     TextDelta,
     ToolFinished,
+    ToolProgress,
     ToolStarted,
     TurnFinished,
 )
@@ -112,6 +113,9 @@ class ConsoleSink:
                 self._line(self._c("33", f"  ✗ {event.name}: {preview_error(event.result)}"))
             else:
                 self._line(self._c("2", f"  ✓ {event.name} ({event.seconds:.1f}s, {len(event.result)} chars)"))
+        elif isinstance(event, ToolProgress):
+            share = f" {event.percent}%" if event.percent is not None else ""
+            self._line(self._c("2", f"  … {event.name}: {event.message}{share}"))
         elif isinstance(event, Retrying):
             self._line(self._c("33", f"  ↻ model endpoint: {event.reason}; retry {event.attempt} in "
                                      f"{event.delay:.1f}s"))

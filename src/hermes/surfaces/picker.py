@@ -36,7 +36,7 @@ from prompt_toolkit.styles import Style
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
-    from hermes.routing.choose import SelectionChange, Target
+    from hermes.routing.choose import Choice, SelectionChange, Target
     from hermes.routing.report import GatewayReport
 
 SELECT_HINT = "↑↓ move · Enter choose · Esc back"
@@ -270,6 +270,8 @@ class ToolsPicker:
             covered = load_credentials(s.paths.auth, env).covers(target.category.coverage_key)
         choices = choices_for(target, s.config.data, env, logged_in=logged_in, covered=covered,
                               in_use=_in_use(report, target))
+        plugins = _video_plugins(s, choices) if target.category.name == "video_gen" else {}
+        choices += [c for c, _env in plugins.values()]
         options = [Option(c.label, c.note, c.current) for c in choices]
         split = target.function is None and len(target.category.functions) > 1
         if split:
@@ -297,11 +299,57 @@ class ToolsPicker:
         vendor = target.category.vendor(choice.value)
         if vendor is not None:
             self.ask_keys(missing_env(vendor, env))
+        elif choice.value in plugins:
+            names = plugins[choice.value][1]
+            if names and not any((env.get(n) or "").strip() for n in names):
+                self.ask_keys([names[0]])
         self.out(f"{target.display} → {choice.label}")
         change = apply_selection(s.paths.config, target, choice.value)
         if change.changed:
             self.changed.append(f"{target.display} → {choice.label}")
         self.after(change)
+        if target.category.name == "video_gen":
+            self.reload()
+            self.pick_video_model(choice.value)
+
+    def pick_video_model(self, value: str) -> None:
+        """Video generation's second step: the model of the chosen backend, from its table or its live
+        catalog (read now), written to ``video_gen.model``."""
+        from hermes.config.yamlfile import ConfigFile
+        from hermes.errors import HermesError
+        from hermes.routing.categories import GATEWAY_VALUE
+        from hermes.tools.asyncbridge import run_sync
+        from hermes.tools.routed.context import RoutedContext
+        from hermes.tools.video.backend import backend_models
+
+        name = "fal" if value == GATEWAY_VALUE else value
+        ctx = RoutedContext(self.settings)
+        try:
+            backend, models = run_sync(backend_models(ctx, name, refresh=True))
+        except HermesError as exc:
+            self.out(f"The models of {name} could not be listed: {exc}. video_gen.model was not changed.")
+            return
+        if not models:
+            self.out(f"{name} lists no models; video_gen.model was not changed.")
+            return
+        current = ctx.get_str("video_gen.model") or backend.default_model
+        options = [Option(f"{m.display} ({m.id})" if m.display != m.id else m.id, m.capabilities.summary(),
+                          m.id == current) for m in models]
+        default = next((i for i, m in enumerate(models) if m.id == current), 0)
+        index = select(f"Video generation — choose a {backend.display} model", options, default=default,
+                       input=self.input, output=self.output, quit_on_eof=True)
+        if index is None:
+            return
+        chosen = models[index].id
+        cfg = ConfigFile.load(self.settings.paths.config)
+        if cfg.get("video_gen.model") != chosen:
+            cfg.set("video_gen.model", chosen)
+            cfg.save()
+            self.changed.append(f"video_gen.model → {chosen}")
+        self.out(f"Video generation model → {chosen}")
+        named = self.settings.requested_toolsets() or []
+        if not {"video", "video_gen", "all"} & set(named):
+            self.out("Video tools are opt-in: 'hermes tools enable video_gen' adds video_generate to new sessions.")
 
     def ask_keys(self, names: list[str]) -> None:
         from hermes.config.dotenv import set_dotenv_value
@@ -316,6 +364,27 @@ class ToolsPicker:
                 set_dotenv_value(self.settings.paths.env, name, value.strip())
                 self.out(f"Saved {name} in {self.settings.paths.env} (mode 0600).")
                 self.changed.append(f"{name} in .env")
+
+
+def _video_plugins(settings: Settings, choices: list[Choice]) -> dict[str, tuple[Choice, tuple[str, ...]]]:
+    """Installed video backend plugins the category table does not list: value → (picker row, key names)."""
+    from hermes.plugins.video_gen.discovery import find_backends
+    from hermes.routing.choose import Choice
+
+    env = settings.env.as_dict()
+    known = {c.value for c in choices}
+    found = find_backends(settings.paths.plugins)
+    saved = settings.config.get("video_gen.provider")
+    rows: dict[str, tuple[Choice, tuple[str, ...]]] = {}
+    for name in found.names():
+        backend = found.found[name]
+        if name in known or found.sources.get(name) == "builtin":
+            continue
+        has_key = not backend.env or any((env.get(n) or "").strip() for n in backend.env)
+        note = "plugin; " + ("no key needed" if not backend.env else
+                             f"uses your {backend.env[0]}" if has_key else f"needs {backend.env[0]}")
+        rows[name] = (Choice(name, f"{backend.display} (plugin)", note, saved == name), backend.env)
+    return rows
 
 
 def _in_use(report: GatewayReport, target: Target) -> str | None:

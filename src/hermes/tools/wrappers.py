@@ -11,6 +11,9 @@ tool by :func:`wrappers_for`:
   (``once`` / ``session`` / ``always`` / ``deny``) before each call; nobody to ask is a denial.
   ``requires_approval`` may instead be a rule ``(args, session) -> bool`` deciding per call
   (``computer_use`` asks only on the person's own display).
+* :class:`SessionDescription` — tools registered with ``describe=FUNC``: ``FUNC(schema, session)`` returns
+  the schema this session's model sees, rebuilt when the session starts (``video_generate`` describes what
+  the configured backend and model can do). A failing ``FUNC`` leaves the registered schema.
 
 :data:`RESULT_BUDGET` is the finish step every result passes: secrets masked, results over the
 budget (the tool's ``max_result_chars``, else the session's) cut with a marker and saved whole.
@@ -115,6 +118,24 @@ class ApprovalRequired:
         return call_next(entry, args, kw)
 
 
+class SessionDescription:
+    """The schema of a tool registered with ``describe=FUNC``, made for the session (module docstring)."""
+
+    def schema(self, entry: ToolEntry, schema: dict[str, Any], session: ToolSession) -> dict[str, Any]:
+        import logging
+
+        try:
+            made = entry.options["describe"](schema, session)
+        except Exception as exc:  # a broken description must not hide the tool
+            logging.getLogger(__name__).warning("describe of %s failed: %s", entry.name, exc)
+            return schema
+        return made if isinstance(made, dict) else schema
+
+    def call(self, entry: ToolEntry, args: dict[str, Any], kw: dict[str, Any], session: ToolSession,
+             call_next: CallNext) -> ToolResult:
+        return call_next(entry, args, kw)
+
+
 class ResultBudget:
     """The finish step: mask secrets, fit the result into its budget."""
 
@@ -131,6 +152,7 @@ class ResultBudget:
 
 CONNECTOR_ACCOUNTS = ConnectorAccounts()
 APPROVAL_REQUIRED = ApprovalRequired()
+SESSION_DESCRIPTION = SessionDescription()
 RESULT_BUDGET = ResultBudget()
 
 
@@ -141,4 +163,6 @@ def wrappers_for(entry: ToolEntry) -> list[ToolWrapper]:
         out.append(APPROVAL_REQUIRED)
     if entry.options.get("connector"):
         out.append(CONNECTOR_ACCOUNTS)
+    if callable(entry.options.get("describe")):
+        out.append(SESSION_DESCRIPTION)
     return out

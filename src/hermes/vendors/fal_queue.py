@@ -58,6 +58,8 @@ class QueueStatus:
     status: QueueState
     queue_position: int | None = None
     logs: list[Any] | None = None
+    #: FAL's ``error`` of a request that finished without a result (COMPLETED with an error)
+    error: str | None = None
 
 
 def valid_model_path(model: str) -> bool:
@@ -105,7 +107,9 @@ class FalQueueClient(JsonApiClient):
             if "logs" not in body:
                 raise VendorError(VENDOR, f"{state} status without a logs key", kind="bad_response")
             logs = body.get("logs")
-            return QueueStatus(state, None, logs if isinstance(logs, list) else None)
+            error = body.get("error")
+            return QueueStatus(state, None, logs if isinstance(logs, list) else None,
+                               error if isinstance(error, str) and error else None)
         raise VendorError(VENDOR, f"{VENDOR} reported an unknown queue status {str(state)[:40]!r}",
                           kind="bad_response")
 

@@ -96,6 +96,8 @@ class Operation:
     handler: Handler
     units: int = 1
     measure: Measure | None = None
+    #: the plan category authorised and metered for this operation (None: the relay's ``category``)
+    category: str | None = None
 
     def units_for(self, body: bytes, headers: Headers) -> int:
         """``measure(body, headers)`` when the operation has one, else the fixed ``units``."""
@@ -190,7 +192,7 @@ class Relay(ABC):
             wait = -1.0
         scope.setdefault("state", {})["gw_user"] = principal.user.uid
         op = self.match(scope["path"], scope["method"])
-        gw.auth.authorize(principal, self.category)
+        gw.auth.authorize(principal, op.category or self.category)
         if wait < 0:
             wait = gw.limiter.acquire(principal.rate_key)
         if wait > 0:
@@ -204,13 +206,14 @@ class Relay(ABC):
         gw = self.gateway
         now = gw.clock()
         backend = self.backend(op.name)
-        limit = principal.plan.monthly.get(self.category)
+        category = op.category or self.category
+        limit = principal.plan.monthly.get(category)
         started = time.perf_counter()
         reservation: Reservation | None = None
         wanted = 0
         try:
             wanted = op.units_for(body, headers)
-            reservation = await gw.meter.reserve_async(principal.user.id, self.category, wanted, limit, now)
+            reservation = await gw.meter.reserve_async(principal.user.id, category, wanted, limit, now)
             call = RelayCall(gw, op, principal, headers, scope.get("query_string", b"").decode("latin-1"), body,
                              relay_base_url(scope, self.label, gw.config.public_url, gw.config.base_url()),
                              time.monotonic() + gw.config.limits.vendor_deadline,
@@ -235,8 +238,8 @@ class Relay(ABC):
         units = wanted if status < 400 else 0
         if reservation is not None and status >= 400:
             await gw.meter.refund_async(reservation)
-        cost = units * gw.config.unit_cost(self.category, op.name, backend)
-        gw.meter.record(user_id=principal.user.id, jti=principal.jti, category=self.category, vendor=backend,
+        cost = units * gw.config.unit_cost(category, op.name, backend)
+        gw.meter.record(user_id=principal.user.id, jti=principal.jti, category=category, vendor=backend,
                         operation=op.name, units=units, cost=cost, status=status, latency_ms=latency_ms, now=now)
         return response
 

@@ -22,14 +22,18 @@ operator's ``api_key`` (``Authorization: Key …``); the vendor URLs are only fo
 that backend's origin. ``off`` answers 503.
 
 Metering: a submit is ``num_images`` units (1 when absent; at most :data:`MAX_IMAGES`); status,
-response and cancel are free (0 units, still recorded).
+response and cancel are free (0 units, still recorded). A **video** model (:func:`is_video_model`: a path
+segment holding ``video`` or starting with ``veo``, e.g. ``fal-ai/veo3.1``,
+``fal-ai/kling-video/v3/pro/text-to-video``) is authorised and metered under the plan category
+``fal-video`` instead of ``fal`` — one unit per submitted video — so a plan covering images only does not
+pay for videos.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -76,6 +80,17 @@ def model_path(path: str) -> str:
     return "/".join(segments)
 
 
+def is_video_model(model: str) -> bool:
+    """Whether the FAL application ``model`` makes videos (see the module docstring)."""
+    return any("video" in segment or segment.startswith("veo") for segment in model.split("/"))
+
+
+def video_submit_units(body: bytes, headers: Headers) -> int:
+    """One unit per video (the arguments must be a JSON object)."""
+    json_object(body)
+    return 1
+
+
 def submit_units(body: bytes, headers: Headers) -> int:
     """``num_images`` of the arguments (1 when absent or not a sensible count)."""
     data = json_object(body)
@@ -100,6 +115,10 @@ class FalQueueRelay(Relay):
     def __init__(self, gateway: Gateway) -> None:
         self.jobs = JobTable(lambda: gateway.conn, self.label)
         super().__init__(gateway)
+        self._video_routes: dict[str, dict[str, Operation]] = {}
+        for op in self.operations():
+            video = replace(op, category="fal-video", measure=video_submit_units if op.name == "submit" else None)
+            self._video_routes.setdefault(op.path, {})[op.method] = video
 
     def operations(self) -> Sequence[Operation]:
         return (Operation("POST", "/{model}", "submit", self.submit, measure=submit_units),
@@ -109,12 +128,11 @@ class FalQueueRelay(Relay):
 
     def match(self, path: str, method: str) -> Operation:
         head, sep, tail = path.partition("/requests/")
+        routes = self._video_routes if is_video_model(model_path(head if sep else path)) else self._routes
         if not sep:
-            model_path(path)
             if method != "POST":
                 raise GatewayHTTPError(405, "method_not_allowed", "submit with POST", headers={"allow": "POST"})
-            return self._routes["/{model}"]["POST"]
-        model_path(head)
+            return routes["/{model}"]["POST"]
         request_id, _, action = tail.partition("/")
         if not _REQUEST_ID.match(request_id):
             raise GatewayHTTPError(404, "not_found", "not a FAL request id")
@@ -122,7 +140,7 @@ class FalQueueRelay(Relay):
                     "cancel": "/{model}/requests/{id}/cancel"}.get(action)
         if template is None:
             raise GatewayHTTPError(404, "not_found", f"the {self.label} relay has no {path} endpoint")
-        methods = self._routes[template]
+        methods = routes[template]
         op = methods.get(method)
         if op is None:
             allowed = ", ".join(sorted(methods))
@@ -217,4 +235,4 @@ class FalQueueRelay(Relay):
         return RelayResult.of_json(await self._call(call, "PUT", job.cancel_url))
 
 
-__all__ = ["FalQueueRelay", "Job", "model_path", "submit_units"]
+__all__ = ["FalQueueRelay", "Job", "is_video_model", "model_path", "submit_units", "video_submit_units"]

@@ -83,14 +83,58 @@ def sniff_video(data: bytes) -> MediaType | None:
     return None
 
 
+def _boxes(data: bytes, start: int, end: int) -> list[tuple[bytes, int, int]]:
+    """(type, body start, body end) of the ISO-BMFF boxes between ``start`` and ``end``."""
+    found: list[tuple[bytes, int, int]] = []
+    at = start
+    while at + 8 <= end:
+        size = int.from_bytes(data[at:at + 4], "big")
+        kind = data[at + 4:at + 8]
+        head = 8
+        if size == 1 and at + 16 <= end:
+            size, head = int.from_bytes(data[at + 8:at + 16], "big"), 16
+        elif size == 0:
+            size = end - at
+        if size < head or at + size > end:
+            break
+        found.append((kind, at + head, at + size))
+        at += size
+    return found
+
+
+def mp4_duration(data: bytes) -> float | None:
+    """The length in seconds of an MP4/QuickTime file (its ``moov/mvhd`` box), or None when unreadable."""
+    for kind, body, end in _boxes(data, 0, len(data)):
+        if kind != b"moov":
+            continue
+        for inner, start, stop in _boxes(data, body, end):
+            if inner != b"mvhd" or stop - start < 20:
+                continue
+            version = data[start]
+            if version == 1 and stop - start >= 32:
+                scale = int.from_bytes(data[start + 20:start + 24], "big")
+                length = int.from_bytes(data[start + 24:start + 32], "big")
+            else:
+                scale = int.from_bytes(data[start + 12:start + 16], "big")
+                length = int.from_bytes(data[start + 16:start + 20], "big")
+            return length / scale if scale else None
+    return None
+
+
 def media_dir(home: Path) -> Path:
     """``HERMES_HOME/media`` (not created)."""
     return home / "media"
 
 
-def save_media(home: Path, data: bytes, *, prefix: str, ext: str) -> Path:
-    """Write ``data`` to a new file ``HERMES_HOME/media/<prefix>-<time>-<random>.<ext>`` and return its path."""
+def save_media(home: Path, data: bytes, *, prefix: str, ext: str, folder: str | None = None) -> Path:
+    """Write ``data`` to a new file ``HERMES_HOME/media/[<folder>/]<prefix>-<time>-<random>.<ext>`` and return
+    its path (``folder``: one path segment, such as a session's id)."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = media_dir(home) / f"{prefix}-{stamp}-{secrets.token_hex(4)}.{ext}"
+    where = media_dir(home)
+    if folder:
+        if "/" in folder or "\\" in folder or folder in (".", ".."):
+            raise ValueError(f"not a folder name: {folder!r}")
+        where = where / folder
+    path = where / f"{prefix}-{stamp}-{secrets.token_hex(4)}.{ext}"
     atomic_write(path, data, mode=0o600)
     return path
