@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),
+    ("browser", "browser", "the browser tools' vault of site logins: add, list, remove"),
     ("connectors", "connectors", "your connector accounts (Gmail home, Gmail work…): list, rename, remove"),
     ("model", "model", "choose the inference provider and model (Nous: offers the Tool Gateway)"),
     ("status", "status", "model endpoint and tool routing; --full: toolsets, storage, scheduler, sandbox"),
