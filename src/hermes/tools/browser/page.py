@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.tools.browser.backend import Tab, hub
-from hermes.tools.browser.config import BrowserConfig, browser_config, cloud_selection
+from hermes.tools.browser.config import BrowserConfig, browser_config, cloud_candidate
 from hermes.tools.browser.snapshot import Snapshot, compact, parse_ref, render_page, tokens_of
 from hermes.tools.context import on_session_end, session_of
 from hermes.tools.untrusted import mark_untrusted
@@ -25,10 +25,6 @@ if TYPE_CHECKING:
     from playwright.async_api import Locator
 
 NEW_ELEMENTS_SHOWN = 8
-CLOUD_NOT_YET = ("browser is configured to use {vendor} (set via hermes tools), but this hermes drives only a local "
-                 "Chromium or a CDP endpoint (browser.cdp_url) so far. Run 'hermes tools' to change it.")
-
-
 def config_of(kw: dict[str, Any]) -> BrowserConfig:
     """The ``browser.*`` settings of the calling session (else of HERMES_HOME); the spill folder is the
     session's own."""
@@ -40,9 +36,12 @@ def config_of(kw: dict[str, Any]) -> BrowserConfig:
     settings = session.settings if session is not None and session.settings is not None else Settings.load()
     config = browser_config(settings)
     data = settings.config.data if isinstance(settings.config.data, dict) else {}
-    vendor = cloud_selection(data)
-    if vendor is not None and not config.cdp_url:
-        raise ToolError(CLOUD_NOT_YET.format(vendor=vendor))
+    if not config.cdp_url and cloud_candidate(data, settings.env.as_dict()):
+        from hermes.tools.browser.cloud import cloud_access
+
+        cloud = cloud_access(settings, session.surface if session is not None else None)
+        if cloud is not None:  # a cloud browser is never let into private or loopback addresses
+            config = replace(config, cloud=cloud, allow_private_urls=False)
     context = getattr(session, "context", None)
     spill = getattr(context, "spill_dir", None)
     return replace(config, spill_dir=spill) if spill is not None else config
