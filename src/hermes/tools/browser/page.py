@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.tools.browser.backend import Tab, hub
 from hermes.tools.browser.config import BrowserConfig, browser_config, cloud_candidate
+from hermes.tools.browser.connect import SESSION_KEY
 from hermes.tools.browser.snapshot import Snapshot, compact, parse_ref, render_page, tokens_of
 from hermes.tools.context import on_session_end, session_of
 from hermes.tools.untrusted import mark_untrusted
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from playwright.async_api import Locator
 
 NEW_ELEMENTS_SHOWN = 8
+
+
 def config_of(kw: dict[str, Any]) -> BrowserConfig:
     """The ``browser.*`` settings of the calling session (else of HERMES_HOME); the spill folder is the
     session's own."""
@@ -36,6 +39,9 @@ def config_of(kw: dict[str, Any]) -> BrowserConfig:
     settings = session.settings if session is not None and session.settings is not None else Settings.load()
     config = browser_config(settings)
     data = settings.config.data if isinstance(settings.config.data, dict) else {}
+    connected = session.state.get(SESSION_KEY) if session is not None else None
+    if isinstance(connected, str):  # /browser connect in the chat: this session drives that endpoint
+        config = replace(config, cdp_url=connected)
     if not config.cdp_url and cloud_candidate(data, settings.env.as_dict()):
         from hermes.tools.browser.cloud import cloud_access
 
