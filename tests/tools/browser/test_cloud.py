@@ -23,6 +23,8 @@ from hermes.tools.toolsets import BROWSER_CORE
 from tools.browser.pages import PageServer, standard_routes
 from tools.browser.support import CHROMIUM, call, close, need_browser
 
+BB_KEY = "bb-user-key"
+
 pytestmark = pytest.mark.browser
 RUN_AS = {"browser-use.run_as": "nobody"} if os.geteuid() == 0 else {}
 CLOUD_ENV = ("TOOL_GATEWAY_USER_TOKEN", "BROWSER_USE_GATEWAY_URL", "BROWSER_USE_API_KEY", "TOOL_GATEWAY_DOMAIN",
@@ -99,8 +101,78 @@ def test_browser_use_directly_with_the_users_key(home: Path, monkeypatch: pytest
     assert [r["method"] for r in fake.requests] == ["POST", "PATCH"]
 
 
+class FakeBrowserbase:
+    """The Browserbase sessions API (``/v1/sessions``, ``X-BB-API-Key``): a created session's
+    ``connectUrl`` is the DevTools WebSocket of a real Chromium on 127.0.0.1; ``requests`` logs calls."""
+
+    def __init__(self, connect_url: str) -> None:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        self.connect_url = connect_url
+        self.requests: list[tuple[str, str, dict[str, object]]] = []
+        self.app = Starlette(routes=[Route("/v1/sessions", self._create, methods=["POST"]),
+                                     Route("/v1/sessions/{ident}", self._update, methods=["POST"])])
+
+    async def _record(self, request: object) -> dict[str, object] | None:
+        from starlette.requests import Request
+
+        assert isinstance(request, Request)
+        body = await request.json()
+        self.requests.append((request.method, request.url.path, body))
+        return body if request.headers.get("x-bb-api-key") == BB_KEY else None
+
+    async def _create(self, request: object) -> object:
+        from starlette.responses import JSONResponse
+
+        body = await self._record(request)
+        if body is None:
+            return JSONResponse({"error": "unauthorized"}, 401)
+        return JSONResponse({"id": "bb-session-1", "status": "RUNNING", "projectId": body.get("projectId"),
+                             "connectUrl": self.connect_url}, 201)
+
+    async def _update(self, request: object) -> object:
+        from starlette.responses import JSONResponse
+
+        body = await self._record(request)
+        return JSONResponse({"id": "bb-session-1", "status": "COMPLETED"} if body else {"error": "no"},
+                            200 if body else 401)
+
+
+def test_browserbase_sessions_are_created_driven_and_released(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    import socket
+    import urllib.request
+
+    from hermes.tools.browser.connect import connect, stop_started
+
+    need_browser()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    connect({}, "bb-start", endpoint, home=tmp_path, chromium=CHROMIUM)  # a debuggable Chromium to stand in
+    try:
+        with urllib.request.urlopen(f"{endpoint}/json/version", timeout=5) as reply:
+            socket_url = json.loads(reply.read())["webSocketDebuggerUrl"]
+        fake = FakeBrowserbase(socket_url)
+        with ServerThread(fake.app) as server:
+            monkeypatch.setenv("BROWSERBASE_API_KEY", BB_KEY)
+            monkeypatch.setenv("BROWSERBASE_PROJECT_ID", "proj-7")
+            session = session_in(home, {"browser": {"cloud_provider": "browserbase",
+                                                    "browserbase": {"base_url": f"{server.url}/v1"}}})
+            try:
+                agent = call(session, "browser_console", expression="navigator.userAgent")
+            finally:
+                close(session)
+    finally:
+        stop_started()
+    assert "HeadlessChrome" in agent.get("result", ""), agent
+    assert fake.requests == [("POST", "/v1/sessions", {"projectId": "proj-7"}),
+                             ("POST", "/v1/sessions/bb-session-1", {"projectId": "proj-7",
+                                                                   "status": "REQUEST_RELEASE"})]
+
+
 @pytest.mark.parametrize(("vendor", "env"), [
-    ("browserbase", {"BROWSERBASE_API_KEY": "bb", "BROWSERBASE_PROJECT_ID": "p"}),
     ("camofox", {"CAMOFOX_URL": "http://127.0.0.1:9"}),
 ])
 def test_backends_not_driven_yet_leave_the_tools_out_and_say_why(home: Path, monkeypatch: pytest.MonkeyPatch,

@@ -1,4 +1,5 @@
-"""Cloud browsers for the browser tools: Browser Use, directly or through the Nous Tool Gateway (GW-2).
+"""Cloud browsers for the browser tools: Browser Use (directly or through the Nous Tool Gateway) and
+Browserbase (GW-2).
 
 The routing function decides at each tab's opening (``browser.cloud_provider``, else the GW-2 order):
 a **gateway** route calls the gateway's ``browser-use`` relay with the portal token, a **byok** route
@@ -8,8 +9,13 @@ with ``BROWSER_USE_API_KEY``. Both speak the Browser Use v3 shape::
     POST  {base}/browsers  {"timeout": MINUTES}   X-Browser-Use-API-Key: <secret>  → {"id", "cdpUrl", …}
     PATCH {base}/browsers/{id}  {"action": "stop"}
 
-The tab then drives ``cdpUrl`` with Playwright's ``connect_over_cdp`` (one cloud browser per task) and
-stops the session when the task ends. Browserbase and Camofox are routed but not driven by this build:
+Browserbase (``https://api.browserbase.com/v1``, or ``browser.browserbase.base_url``; ``X-BB-API-Key:
+BROWSERBASE_API_KEY``): ``POST {base}/sessions {"projectId"}`` → ``{"id", "connectUrl"}``, released with
+``POST {base}/sessions/{id} {"projectId", "status": "REQUEST_RELEASE"}``.
+
+The tab then drives ``cdpUrl`` / ``connectUrl`` with Playwright's ``connect_over_cdp`` (one cloud browser per task) and
+stops the session when the task ends. Camofox (a Firefox with its own REST API, not CDP) is routed but
+not driven by this build:
 choosing them answers that, in GW-3 wording. The secret never leaves :class:`CloudAccess` except in the
 request header to the origin the routing function vetted.
 """
@@ -27,7 +33,8 @@ if TYPE_CHECKING:
 
 BROWSER_USE_API = "/api/v3"
 SESSION_MINUTES = 15  # the Browser Use default; free accounts may not ask for more
-DRIVEN = frozenset({"browser-use"})
+BROWSERBASE_API = "/v1"
+DRIVEN = frozenset({"browser-use", "browserbase"})
 NOT_DRIVEN = ("browser is configured to use {vendor} (set via hermes tools), but this hermes drives only a local "
               "Chromium, a CDP endpoint (browser.cdp_url) or Browser Use so far. Run 'hermes tools' to change it.")
 
@@ -40,6 +47,8 @@ class CloudAccess:
     base: str
     via: str
     secret: str = field(repr=False)
+    #: Browserbase's project (``BROWSERBASE_PROJECT_ID``)
+    project: str | None = None
 
 
 def cloud_access(settings: Settings, surface: Surface | None = None) -> CloudAccess | None:
@@ -58,9 +67,11 @@ def cloud_access(settings: Settings, surface: Surface | None = None) -> CloudAcc
     if access.gateway:
         return CloudAccess("browser-use", access.origin.rstrip("/"), access.via, access.secret)
     base = access.origin.rstrip("/")
-    if routed.get_str("browser.browser-use.base_url") is None and not base.endswith(BROWSER_USE_API):
-        base += BROWSER_USE_API
-    return CloudAccess(vendor, base, access.via, access.secret)
+    suffix = BROWSERBASE_API if vendor == "browserbase" else BROWSER_USE_API
+    if routed.get_str(f"browser.{vendor}.base_url") is None and not base.endswith(suffix):
+        base += suffix
+    project = (routed.env.get("BROWSERBASE_PROJECT_ID") or "").strip() or None
+    return CloudAccess(vendor, base, access.via, access.secret, project if vendor == "browserbase" else None)
 
 
 async def create_session(access: CloudAccess, timeout: float) -> tuple[str, str]:
@@ -69,15 +80,19 @@ async def create_session(access: CloudAccess, timeout: float) -> tuple[str, str]
 
     try:
         async with httpx.AsyncClient(timeout=timeout, trust_env=False) as http:
-            reply = await http.post(f"{access.base}/browsers", json={"timeout": SESSION_MINUTES},
-                                    headers=_headers(access))
+            if access.vendor == "browserbase":
+                reply = await http.post(f"{access.base}/sessions", json={"projectId": access.project},
+                                        headers=_headers(access))
+            else:
+                reply = await http.post(f"{access.base}/browsers", json={"timeout": SESSION_MINUTES},
+                                        headers=_headers(access))
     except httpx.HTTPError as exc:
         raise ToolError(f"the cloud browser ({access.via}) did not answer: {type(exc).__name__}") from None
     body = _json(reply)
     if reply.status_code >= 400:
         raise ToolError(f"the cloud browser ({access.via}) refused a new session: HTTP {reply.status_code} "
                         f"{_message(body)}".rstrip())
-    ident, url = body.get("id"), body.get("cdpUrl")
+    ident, url = body.get("id"), body.get("connectUrl" if access.vendor == "browserbase" else "cdpUrl")
     if not isinstance(ident, str) or not isinstance(url, str) or not url.startswith(("ws://", "wss://", "http")):
         raise ToolError(f"the cloud browser ({access.via}) answered a session without an id and a cdpUrl")
     return ident, url
@@ -91,11 +106,16 @@ async def stop_session(access: CloudAccess, ident: str) -> None:
 
     with contextlib.suppress(httpx.HTTPError):
         async with httpx.AsyncClient(timeout=15, trust_env=False) as http:
-            await http.patch(f"{access.base}/browsers/{ident}", json={"action": "stop"}, headers=_headers(access))
+            if access.vendor == "browserbase":  # a session ends when its release is requested
+                release = {"projectId": access.project, "status": "REQUEST_RELEASE"}
+                await http.post(f"{access.base}/sessions/{ident}", json=release, headers=_headers(access))
+            else:
+                await http.patch(f"{access.base}/browsers/{ident}", json={"action": "stop"}, headers=_headers(access))
 
 
 def _headers(access: CloudAccess) -> dict[str, str]:
-    return {"X-Browser-Use-API-Key": access.secret, "Content-Type": "application/json"}
+    name = "X-BB-API-Key" if access.vendor == "browserbase" else "X-Browser-Use-API-Key"
+    return {name: access.secret, "Content-Type": "application/json"}
 
 
 def _json(reply: Any) -> dict[str, Any]:
