@@ -80,11 +80,13 @@ async def take_snapshot(tab: Tab) -> Snapshot:
     """A fresh compacted snapshot; the tab's refs and saved lines follow it."""
     if tab.pending_dialogs:
         raise ToolError("a JavaScript dialog is open and blocks the page; answer it with browser_dialog first")
+    passwords = asyncio.ensure_future(password_values(tab))  # in parallel with the tree: one round trip less
     try:
         raw = await tab.page.aria_snapshot(mode="ai", timeout=tab.config.command_timeout * 1000)
     except Exception as exc:
+        passwords.cancel()
         raise ToolError(f"the page could not be read: {first_line(exc)}") from None
-    snap = compact(mask_passwords(raw, await password_values(tab)), tab.name_ref)
+    snap = compact(mask_passwords(raw, await passwords), tab.name_ref)
     tab.known_refs |= snap.every_ref
     tab.current_refs = snap.interactive
     tab.current_all = snap.every_ref
@@ -244,13 +246,16 @@ def events(tab: Tab) -> dict[str, Any]:
     return out
 
 
-async def settle(tab: Tab) -> None:
-    """Give the page a moment: its load after a navigation, then two animation frames."""
-    with contextlib.suppress(Exception):
-        await tab.page.wait_for_load_state("domcontentloaded", timeout=tab.config.command_timeout * 1000)
+async def settle(tab: Tab, *, loaded: bool = False) -> None:
+    """Give the page a moment: its load after a navigation (``loaded``: the caller already waited for
+    it), then two animation frames (one after a completed load)."""
+    if not loaded:
+        with contextlib.suppress(Exception):
+            await tab.page.wait_for_load_state("domcontentloaded", timeout=tab.config.command_timeout * 1000)
+    frames = "r(0)" if loaded else "requestAnimationFrame(() => r(0))"
     with contextlib.suppress(Exception):
         await asyncio.wait_for(tab.page.evaluate(
-            "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"), 2)
+            f"() => new Promise(r => requestAnimationFrame(() => {frames}))"), 2)
 
 
 async def _quietly(task: asyncio.Future[Any]) -> None:
