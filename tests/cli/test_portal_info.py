@@ -100,7 +100,7 @@ def test_paid_subscription_with_one_own_key() -> None:
           Image generation  ✓ active via Nous subscription
           Text to speech    ✓ active via Nous subscription
           Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
-          Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
+          Browser           ○ active via Browser Use key
           Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
@@ -132,7 +132,7 @@ def test_expired_but_refreshable_is_not_refreshed_by_info() -> None:
           Image generation  ✓ active via Nous subscription
           Text to speech    ✓ active via Nous subscription
           Speech to text    ○ not built yet — no tool uses it (route: Nous subscription)
-          Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
+          Browser           ○ active via Browser Use key
           Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
@@ -151,7 +151,7 @@ def test_expired_without_refresh_token() -> None:
           Image generation  ○ not configured
           Text to speech    ✗ Nous subscription selected — the Nous Portal login has expired
           Speech to text    ○ not built yet — no tool uses it (route: local faster-whisper)
-          Browser           ○ not built yet — no tool drives this backend (route: Browser Use key)
+          Browser           ○ active via Browser Use key
           Video generation  ○ not configured
 
           Portal:  https://portal.nousresearch.com
@@ -241,9 +241,12 @@ def test_the_report_is_the_answer_the_tools_act_on(config: dict[str, Any], env: 
         if name == "stt":  # no tool of this installation uses it
             assert not item["ready"] and item["message"].startswith("not built yet")
             continue
-        if name == "browser":  # only local Chromium is driven; the cloud browsers are routed, not built
-            local = found.kind == "local"
-            assert not item["ready"] and item["message"].startswith("not available" if local else "not built yet")
+        if name == "browser" and found.kind != "gateway":  # no Chromium on this PATH; Browserbase, Camofox unbuilt
+            if found.vendor == "browser-use":
+                assert item["ready"] and item["message"] == found.message
+            else:
+                local = found.kind == "local"
+                assert not item["ready"] and item["message"].startswith("not available" if local else "not built yet")
             continue
         if found.kind == "gateway":
             try:

@@ -157,5 +157,6 @@ def test_logged_in_to_a_gateway(tmp_path: Path, gateway: GatewayHarness, user: s
     rows, marks = check_agreement(home, env)
     assert rows["Web tools"] == ("✓", "active via Nous subscription") and marks["web_search"] is None
     assert (marks["text_to_speech"] is None) is tts_active
-    assert rows["Browser"][1] == "not built yet — no tool drives this backend (route: Nous subscription)"
-    assert "cannot drive yet" in (marks["browser_navigate"] or "")
+    # the browser through the gateway's browser-use relay: active exactly when the plan covers it
+    assert (rows["Browser"] == ("✓", "active via Nous subscription")) is tts_active
+    assert (marks["browser_navigate"] is None) is tts_active

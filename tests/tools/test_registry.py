@@ -411,10 +411,10 @@ def test_intercepted_tools_get_the_fallback_error(reg: ToolRegistry, name: str) 
 
 
 def test_intercepted_tool_names() -> None:
-    from hermes.tools.toolsets import BROWSER_CDP, BROWSER_CORE
+    from hermes.tools.toolsets import BROWSER_CDP, BROWSER_CORE, BROWSER_VAULT
 
     assert {"todo_list", "memory", "session_search", "delegate_task", *BROWSER_CORE, *BROWSER_CDP,
-            "browser_exec", "computer_use"} == session_tools()
+            "browser_exec", "computer_use", *BROWSER_VAULT} == session_tools()
 
 
 def test_builtin_todo_list_reaching_dispatch_gets_the_fallback() -> None:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hermes.errors import ConfigError
 from hermes.tools.toolsets import (
     BROWSER_CORE,
+    BROWSER_VAULT,
     CORE_TOOLS,
     DESKTOP_UI,
     SURFACE_BUNDLES,
@@ -204,7 +205,7 @@ def test_feishu_sets_are_never_given_to_a_session(surface: Surface) -> None:
     [
         (Surface.CLI, ["web"], {"web_search", "web_extract"}),
         (Surface.CLI, ["terminal", "code_execution"], {"terminal", "process_manage", "execute_code"}),
-        (Surface.TUI, ["browser"], {*BROWSER_CORE, "browser_cdp", "browser_dialog"}),
+        (Surface.TUI, ["browser"], {*BROWSER_CORE, "browser_cdp", "browser_dialog", *BROWSER_VAULT}),
         (Surface.MESSAGING, ["memory", "skills"], {"memory", "skills_list", "skill_view", "skill_manage"}),
         (Surface.DESKTOP, ["desktop_ui", "file"], {*DESKTOP_UI, "read_file", "write_file", "patch", "search_files"}),
         (Surface.CRON, ["delegation"], {"delegate_task"}),

@@ -29,6 +29,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("gateway", "gateway", "the messaging gateway: Telegram, Discord, Slack, Teams, IRC, an OpenAI-compatible API"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),
+    ("browser", "browser", "the browser tools' vault of site logins: add, list, remove"),
     ("connectors", "connectors", "your connector accounts (Gmail home, Gmail work…): list, rename, remove"),
     ("video", "video", "stored video renders: list them, resume polling after a restart"),
     ("model", "model", "choose the inference provider and model (Nous: offers the Tool Gateway)"),

@@ -343,6 +343,7 @@ SCHEMA = Schema(
             ("command_timeout", "number", {"default": 30.0, "minimum": 1, "maximum": 300}),
             ("download_max_bytes", "integer", {"default": 50 * 2**20, "minimum": 1024, "maximum": 4 * 2**30}),
             ("dialog_policy", "choice", {"default": "dismiss", "choices": ("dismiss", "accept")}),
+            ("vault.enabled", "flag", {"default": False}),
             open_tables=(ANY_TABLE,),
         ),
         _section(

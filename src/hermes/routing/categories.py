@@ -221,9 +221,11 @@ BROWSER = Category(
     functions=("browser",),
     vendors=(
         Vendor("browser-use", "Browser Use", _fs("browser"), env=(("BROWSER_USE_API_KEY",),),
-               gateway_label="browser-use", api_origin="https://api.browser-use.com"),
+               gateway_label="browser-use", api_origin="https://api.browser-use.com", packages=("playwright",),
+               install_hint="pip install 'hermes[browser]'"),
         Vendor("browserbase", "Browserbase", _fs("browser"),
-               env=(("BROWSERBASE_API_KEY",), ("BROWSERBASE_PROJECT_ID",)), api_origin="https://api.browserbase.com"),
+               env=(("BROWSERBASE_API_KEY",), ("BROWSERBASE_PROJECT_ID",)), api_origin="https://api.browserbase.com",
+               packages=("playwright",), install_hint="pip install 'hermes[browser]'"),
         Vendor("camofox", "Camofox", _fs("browser"), env=(("CAMOFOX_URL",),), env_only=True, origin_env="CAMOFOX_URL"),
         Vendor("local", "local Chromium", _fs("browser"), kind="local",
                programs=("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"),
@@ -236,8 +238,9 @@ BROWSER = Category(
     tools={"browser": ("browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_scroll",
                        "browser_back", "browser_press", "browser_get_images", "browser_vision", "browser_console",
                        "browser_exec")},
-    # the browser tools drive local Chromium or a CDP endpoint; the cloud browsers are routed, not built
-    unbuilt=frozenset({"browser-use", "browserbase", "camofox", "gateway"}),
+    # the browser tools drive local Chromium, a CDP endpoint, Browser Use (directly or through the
+    # gateway's browser-use relay) and Browserbase; Camofox is routed, not built
+    unbuilt=frozenset({"camofox"}),
 )
 
 VIDEO_GEN = Category(

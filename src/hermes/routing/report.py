@@ -200,7 +200,8 @@ def _route(name: str, found: Route | SelectionError, credentials: Credentials, j
         except SelectionError as exc:
             return RouteStatus(name, "none", message=found.message, mark=OTHER, missing=str(exc), **common)
     vendor = CATEGORIES[found.category].vendor(found.vendor or "")
-    problem = local_problem(vendor, env) if vendor is not None and kind == "local" else None
+    # a local engine's programs and packages; a cloud vendor's client packages (the browser's Playwright)
+    problem = local_problem(vendor, env) if vendor is not None and (kind == "local" or vendor.packages) else None
     if problem is not None and vendor is not None:
         what = f"{vendor.display} needs {problem}"
         return RouteStatus(name, "byok", message=f"not available — {what}", mark=BAD if found.selected_by else OTHER,

@@ -95,6 +95,27 @@ def _session(chat: Chat, arg: str) -> Action:
     return Action()
 
 
+def _browser(chat: Chat, arg: str) -> Action:
+    """``/browser connect [URL]``: this session's browser tools drive a debuggable Chromium."""
+    from hermes.errors import HermesError
+
+    verb, _, url = arg.strip().partition(" ")
+    if verb != "connect":
+        chat.say("usage: /browser connect [URL] (default http://127.0.0.1:9222; started there when nothing answers)")
+        return Action()
+    try:
+        from hermes.config.settings import Settings
+        from hermes.tools.browser.config import browser_config
+        from hermes.tools.browser.connect import connect
+
+        settings = chat.agent.settings or Settings.load()
+        config = browser_config(settings)
+        chat.say(connect(chat.agent.state, chat.agent.task_id, url, home=config.home, chromium=config.chromium))
+    except HermesError as exc:
+        chat.say(f"/browser connect: {exc}")
+    return Action()
+
+
 def _describe(provider: ChatProvider) -> str:
     settings = getattr(provider, "settings", None)
     describe = getattr(settings, "describe", None)
@@ -186,6 +207,7 @@ COMMANDS: dict[str, tuple[str, str, Handler]] = {
     "/clear": ("", "clear the screen and start a fresh session (this one stays saved)", _clear),
     "/tools": ("", "the tools of this session", _tools),
     "/todo": ("", "the session's task list", _todo),
+    "/browser": ("connect [URL]", "drive a debuggable Chromium at URL (started there when none answers)", _browser),
     "/session": ("", "the session id (resume it later with: hermes chat --resume ID)", _session),
     "/exit": ("", "leave (also /quit, Ctrl-D, or Ctrl-C at an empty prompt)", _exit),
     "/quit": ("", "", _exit),

@@ -69,6 +69,10 @@ BROWSER_CORE = (
     "browser_back", "browser_press", "browser_get_images", "browser_vision", "browser_console",
 )
 BROWSER_CDP = ("browser_cdp", "browser_dialog")
+#: offered only with browser.vault.enabled (hermes.tools.browser.vault_tools)
+BROWSER_VAULT = (
+    "browser_vault_list", "browser_vault_fill", "browser_vault_totp", "browser_vault_save", "browser_vault_status",
+)
 #: the kanban worker's lifecycle tools and the orchestrator's board tools (TS-7; hermes.tools.kanban)
 KANBAN_WORKER = (
     "kanban_show", "kanban_complete", "kanban_block", "kanban_heartbeat", "kanban_comment", "kanban_attach",
@@ -89,7 +93,7 @@ CORE_TOOLS: tuple[str, ...] = (
     "terminal", "process_manage",
     "execute_code",
     "vision_analyze", "image_generate", "text_to_speech",
-    *BROWSER_CORE, *BROWSER_CDP,
+    *BROWSER_CORE, *BROWSER_CDP, *BROWSER_VAULT,
     "memory", "todo_list", "session_search",
     "skills_list", "skill_view", "skill_manage",
     "clarify", "delegate_task", "cronjob_manage",
@@ -110,7 +114,7 @@ TOOLSETS: dict[str, Toolset] = {
         _ts("file", "Read, write, patch and search files", "read_file", "write_file", "patch", "search_files"),
         _ts("terminal", "Shell commands and background processes", "terminal", "process_manage"),
         _ts("code_execution", "Run Python scripts that can call tools", "execute_code"),
-        _ts("browser", "Drive a web browser", *BROWSER_CORE, *BROWSER_CDP, "browser_exec"),
+        _ts("browser", "Drive a web browser", *BROWSER_CORE, *BROWSER_CDP, "browser_exec", *BROWSER_VAULT),
         _ts("vision", "Analyse images and video", "vision_analyze", "video_analyze"),
         _ts("image_gen", "Generate images", "image_generate"),
         _ts("tts", "Text to speech", "text_to_speech"),

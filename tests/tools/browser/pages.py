@@ -62,6 +62,8 @@ class PageServer:
     def __init__(self, routes: dict[str, tuple[int, dict[str, str], bytes]]) -> None:
         self.routes = routes
         self.hits: list[str] = []
+        #: (path, body) of every POST, in order (form submissions)
+        self.posts: list[tuple[str, str]] = []
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -80,6 +82,11 @@ class PageServer:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                outer.posts.append((self.path, self.rfile.read(length).decode("utf-8", "replace")))
+                self.do_GET()
 
             def log_message(self, *args: object) -> None:
                 return None
@@ -125,3 +132,31 @@ def standard_routes() -> dict[str, tuple[int, dict[str, str], bytes]]:
         "/frame-with-secret": html('<title>Bad frame</title><iframe src="/inner?key=sk-abcdefghijklmnopqrstuvwx">'
                                    '</iframe><p>outer text</p>'),
     }
+
+
+LOGIN = html("""<!doctype html><title>Sign in</title><h1>Sign in</h1>
+<form method="post" action="/welcome">
+  <label>Email <input type="email" name="login" autocomplete="username"></label>
+  <label>Password <input type="password" name="pw" autocomplete="current-password"></label>
+  <button type="submit">Sign in</button>
+</form>""")
+CHANGE = html("""<!doctype html><title>Change password</title>
+<form method="post" action="/changed">
+  <label>Current <input type="password" name="old"></label>
+  <label>New password <input type="password" name="new_password"></label>
+  <label>Repeat <input type="password" name="confirm_password"></label>
+  <button type="submit">Change</button>
+</form>""")
+SIGNUP = html("""<!doctype html><title>Sign up</title>
+<form method="post" action="/joined"><input name="user"><input type="password" name="pw" autocomplete="new-password">
+<button>Join</button></form>""")
+TWO_STEP = html("""<!doctype html><title>Two-step</title>
+<form method="post" action="/verified">
+  <label>Backup e-mail <input type="email" name="mail"></label>
+  <label>Code <input name="otp" inputmode="numeric" autocomplete="one-time-code"></label>
+  <button type="submit">Verify</button>
+</form>""")
+#: the vault tests' pages: a sign-in form, a password-change and a sign-up form, a two-step form
+VAULT_ROUTES = {"/signin": LOGIN, "/change": CHANGE, "/signup": SIGNUP, "/two-step": TWO_STEP,
+          "/welcome": html("<title>Welcome</title><p>Signed in</p>"),
+          "/verified": html("<title>Verified</title><p>Verified</p>"), "/blank": html("<title>Blank</title>")}

@@ -81,7 +81,7 @@ def test_a_cloud_selection_this_build_cannot_drive_is_a_clear_error(browser: Bro
     browser.configure("browser:\n  allow_private_urls: true\n  cloud_provider: browserbase\n")
     try:
         ready, why = local_backend_ready(browser.settings())
-        assert not ready and why.startswith("browser.cloud_provider is browserbase")
+        assert not ready and why.startswith("browser is configured to use browserbase"), why
         assert "browser_navigate" not in browser.session().offered()
         # a caller that reaches the handler anyway (the catalog's own availability cache aside) is told why
         from hermes.tools.browser.actions import browser_navigate

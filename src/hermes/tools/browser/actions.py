@@ -56,7 +56,7 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             await hub().fresh_page(tab)  # leave no error page loading behind
             raise ToolError(message) from None
         warning = f"the page did not finish loading within {tab.config.command_timeout:g} s; this is what it shows"
-    await settle(tab)
+    await settle(tab, loaded=warning is None)
     if not tab.owns_context:  # a CDP browser: where the navigation ended up was judged after the fact
         await tab.drain()
         refused, tab.main_refused = tab.main_refused, None

@@ -9,7 +9,9 @@ so Playwright's async API is used and its objects never cross threads.
   one browser context per task, so tasks never see each other's cookies;
 * **cdp** — ``browser.cdp_url`` / ``BROWSER_CDP_URL``: Playwright's ``connect_over_cdp``; each task gets
   its own page in the endpoint's default context (the person's logins stay usable) and only that page
-  is closed when the task ends.
+  is closed when the task ends;
+* **cloud** — a Browser Use session per task (:mod:`.cloud`: directly or through the Tool Gateway),
+  driven over its ``cdpUrl`` like a CDP endpoint and stopped when the task ends.
 
 A tab is closed when its session ends (:func:`hermes.tools.context.on_session_end`) and by the idle
 reaper after ``browser.inactivity_timeout``; the local Chromium stops when no tab used it for that long.
@@ -87,6 +89,9 @@ class Tab:
     #: set when a dialog starts waiting (an action that opened one returns instead of stalling)
     dialog_opened: asyncio.Event = field(default_factory=asyncio.Event)
     last_used: float = field(default_factory=time.monotonic)
+    #: the cloud browser session of this tab (stopped when the tab closes), and its own connection
+    cloud_session: str | None = None
+    cloud_browser: Browser | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def touch(self) -> None:
@@ -208,7 +213,8 @@ class BrowserHub:
                 return found
             if found is not None:
                 await self._close(found)
-            tab = await (self._open_remote(task_id, config) if config.cdp_url else self._open_local(task_id, config))
+            opener = self._open_remote if config.cdp_url else self._open_cloud if config.cloud else self._open_local
+            tab = await opener(task_id, config)
             self.tabs[task_id] = tab
             if self._reaper is None or self._reaper.done():
                 self._reaper = asyncio.ensure_future(self._reap_forever())
@@ -235,6 +241,28 @@ class BrowserHub:
         page = await context.new_page()
         page.set_default_timeout(config.command_timeout * 1000)
         tab = Tab(task_id, config, context, page, owns_context=False)
+        await page.route("**/*", lambda route: _screen(tab, route))
+        page.on("popup", lambda new: _adopt(tab, new))
+        _watch(tab, page)
+        return tab
+
+    async def _open_cloud(self, task_id: str, config: BrowserConfig) -> Tab:
+        """A cloud browser of the task's own (:mod:`.cloud`), driven like a CDP endpoint."""
+        from hermes.tools.browser.cloud import create_session, stop_session
+
+        assert config.cloud is not None
+        ident, url = await create_session(config.cloud, config.command_timeout)
+        driver = await self._driver()
+        try:
+            browser = await driver.chromium.connect_over_cdp(url, timeout=config.command_timeout * 1000)
+            context = browser.contexts[0] if browser.contexts else await browser.new_context()
+            page = await context.new_page()
+        except Exception as exc:
+            await stop_session(config.cloud, ident)
+            raise ToolError(f"the cloud browser ({config.cloud.via}) did not answer over CDP: "
+                            f"{str(exc).splitlines()[0]}") from None
+        page.set_default_timeout(config.command_timeout * 1000)
+        tab = Tab(task_id, config, context, page, owns_context=False, cloud_session=ident, cloud_browser=browser)
         await page.route("**/*", lambda route: _screen(tab, route))
         page.on("popup", lambda new: _adopt(tab, new))
         _watch(tab, page)
@@ -281,6 +309,14 @@ class BrowserHub:
                 await tab.page.close()
         except Exception:  # the browser went away first
             logger.debug("closing the browser tab of %s failed", tab.task_id, exc_info=True)
+        if tab.cloud_session is not None and tab.config.cloud is not None:
+            from hermes.tools.browser.cloud import stop_session
+
+            if tab.cloud_browser is not None:
+                with contextlib.suppress(Exception):
+                    await tab.cloud_browser.close()
+            await stop_session(tab.config.cloud, tab.cloud_session)
+            tab.cloud_session = None
 
     # -- the reaper and shutdown ------------------------------------------------------------------------------
     async def reap(self, now: float | None = None) -> list[str]:
@@ -397,7 +433,7 @@ async def _recheck(tab: Tab, page: Page, url: str) -> None:
 
 
 def _on_dialog(tab: Tab, dialog: Dialog) -> None:
-    if not tab.owns_context:
+    if not tab.owns_context and tab.cloud_session is None:  # a cloud browser has no browser_dialog: the policy
         tab.pending_dialogs.append(dialog)  # browser_dialog answers it
         tab.dialog_opened.set()
         return

@@ -50,6 +50,15 @@ def endpoint_answers(url: str, *, timeout: float = PROBE_TIMEOUT) -> bool:
     return ok
 
 
+def probe_now(url: str, *, timeout: float = PROBE_TIMEOUT) -> bool:
+    """:func:`endpoint_answers` without the cache (``/browser connect`` waiting for a Chromium it started);
+    the answer replaces the cached one."""
+    ok = _probe(url, timeout)
+    with _lock:
+        _probes[url] = (time.monotonic(), ok)
+    return ok
+
+
 def _probe(url: str, timeout: float) -> bool:
     try:
         parts = urlsplit(url if "://" in url else f"http://{url}")

@@ -17,6 +17,7 @@ from hermes.config.reader import ConfigReader
 
 if TYPE_CHECKING:
     from hermes.config.settings import Settings
+    from hermes.tools.browser.cloud import CloudAccess
 
 DEFAULT_SNAPSHOT_BUDGET = 8_000  # tokens
 CHARS_PER_TOKEN = 4
@@ -43,6 +44,8 @@ class BrowserConfig:
     download_max_bytes: int = DEFAULT_DOWNLOAD_MAX_BYTES
     dialog_policy: str = "dismiss"
     headless: bool = True
+    #: the cloud browser the routing function chose (:mod:`.cloud`), None for local or CDP
+    cloud: CloudAccess | None = None
 
     @property
     def budget_chars(self) -> int:
@@ -55,7 +58,7 @@ class BrowserConfig:
 
     @property
     def backend(self) -> str:
-        return "cdp" if self.cdp_url else "local"
+        return "cdp" if self.cdp_url else "cloud" if self.cloud else "local"
 
 
 def find_chromium(configured: str | None = None) -> str | None:
@@ -84,6 +87,16 @@ def cloud_selection(config: Mapping[str, Any]) -> str | None:
     """The cloud browser ``browser.cloud_provider`` selects (GW-2), or None for none / ``local``."""
     value = ConfigReader(config).text("browser.cloud_provider")
     return value if value and value.lower() != "local" else None
+
+
+#: the variables that let GW-2's auto-detection pick a cloud browser (routing/categories.py, BROWSER)
+CLOUD_ENV = ("CAMOFOX_URL", "BROWSER_USE_API_KEY", "BROWSERBASE_API_KEY")
+
+
+def cloud_candidate(config: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """Whether the routing function may give this session a cloud browser: one is selected, or a cloud
+    browser's variable is set (auto-detection). False: the local Chromium, without asking routing."""
+    return cloud_selection(config) is not None or any((env.get(name) or "").strip() for name in CLOUD_ENV)
 
 
 def browser_config(settings: Settings) -> BrowserConfig:
@@ -121,10 +134,12 @@ def local_backend_ready(settings: Settings) -> tuple[bool, str]:
     url = cdp_url_of(data, settings.env.as_dict())
     if url:
         return True, f"the CDP endpoint {url}"
-    vendor = cloud_selection(data)
-    if vendor is not None:
-        return False, (f"browser.cloud_provider is {vendor}, a cloud browser this hermes cannot drive yet "
-                       "(run 'hermes tools' to choose local)")
+    if cloud_candidate(data, settings.env.as_dict()):
+        from hermes.routing.report import load_report
+
+        route = load_report(settings.paths.auth, data, settings.env.as_dict()).routes["browser"]
+        if route.vendor != "local" or route.kind == "gateway":
+            return route.ready, route.missing or route.message
     chromium = find_chromium(ConfigReader(data).text("browser.chromium"))
     if chromium is None:
         return False, "no Chromium found (install the 'chromium' package or set browser.chromium)"

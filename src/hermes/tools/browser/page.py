@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.tools.browser.backend import Tab, hub
-from hermes.tools.browser.config import BrowserConfig, browser_config, cloud_selection
+from hermes.tools.browser.config import BrowserConfig, browser_config, cloud_candidate
+from hermes.tools.browser.connect import SESSION_KEY
 from hermes.tools.browser.snapshot import Snapshot, compact, parse_ref, render_page, tokens_of
 from hermes.tools.context import on_session_end, session_of
 from hermes.tools.untrusted import mark_untrusted
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from playwright.async_api import Locator
 
 NEW_ELEMENTS_SHOWN = 8
-CLOUD_NOT_YET = ("browser is configured to use {vendor} (set via hermes tools), but this hermes drives only a local "
-                 "Chromium or a CDP endpoint (browser.cdp_url) so far. Run 'hermes tools' to change it.")
 
 
 def config_of(kw: dict[str, Any]) -> BrowserConfig:
@@ -40,9 +39,15 @@ def config_of(kw: dict[str, Any]) -> BrowserConfig:
     settings = session.settings if session is not None and session.settings is not None else Settings.load()
     config = browser_config(settings)
     data = settings.config.data if isinstance(settings.config.data, dict) else {}
-    vendor = cloud_selection(data)
-    if vendor is not None and not config.cdp_url:
-        raise ToolError(CLOUD_NOT_YET.format(vendor=vendor))
+    connected = session.state.get(SESSION_KEY) if session is not None else None
+    if isinstance(connected, str):  # /browser connect in the chat: this session drives that endpoint
+        config = replace(config, cdp_url=connected)
+    if not config.cdp_url and cloud_candidate(data, settings.env.as_dict()):
+        from hermes.tools.browser.cloud import cloud_access
+
+        cloud = cloud_access(settings, session.surface if session is not None else None)
+        if cloud is not None:  # a cloud browser is never let into private or loopback addresses
+            config = replace(config, cloud=cloud, allow_private_urls=False)
     context = getattr(session, "context", None)
     spill = getattr(context, "spill_dir", None)
     return replace(config, spill_dir=spill) if spill is not None else config
@@ -75,11 +80,13 @@ async def take_snapshot(tab: Tab) -> Snapshot:
     """A fresh compacted snapshot; the tab's refs and saved lines follow it."""
     if tab.pending_dialogs:
         raise ToolError("a JavaScript dialog is open and blocks the page; answer it with browser_dialog first")
+    passwords = asyncio.ensure_future(password_values(tab))  # in parallel with the tree: one round trip less
     try:
         raw = await tab.page.aria_snapshot(mode="ai", timeout=tab.config.command_timeout * 1000)
     except Exception as exc:
+        passwords.cancel()
         raise ToolError(f"the page could not be read: {first_line(exc)}") from None
-    snap = compact(mask_passwords(raw, await password_values(tab)), tab.name_ref)
+    snap = compact(mask_passwords(raw, await passwords), tab.name_ref)
     tab.known_refs |= snap.every_ref
     tab.current_refs = snap.interactive
     tab.current_all = snap.every_ref
@@ -239,13 +246,16 @@ def events(tab: Tab) -> dict[str, Any]:
     return out
 
 
-async def settle(tab: Tab) -> None:
-    """Give the page a moment: its load after a navigation, then two animation frames."""
-    with contextlib.suppress(Exception):
-        await tab.page.wait_for_load_state("domcontentloaded", timeout=tab.config.command_timeout * 1000)
+async def settle(tab: Tab, *, loaded: bool = False) -> None:
+    """Give the page a moment: its load after a navigation (``loaded``: the caller already waited for
+    it), then two animation frames (one after a completed load)."""
+    if not loaded:
+        with contextlib.suppress(Exception):
+            await tab.page.wait_for_load_state("domcontentloaded", timeout=tab.config.command_timeout * 1000)
+    frames = "r(0)" if loaded else "requestAnimationFrame(() => r(0))"
     with contextlib.suppress(Exception):
         await asyncio.wait_for(tab.page.evaluate(
-            "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(0))))"), 2)
+            f"() => new Promise(r => requestAnimationFrame(() => {frames}))"), 2)
 
 
 async def _quietly(task: asyncio.Future[Any]) -> None:
