@@ -72,6 +72,13 @@ class Rpc:
     def finished(self, session: str) -> dict[str, Any]:
         return self.wait_for(lambda n: n.get("session") == session and n.get("type") == "turn_finished")
 
+    def wait_turns(self, session: str, count: int, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.events(session, "turn_finished")) < count:
+            left = deadline - time.monotonic()
+            assert left > 0, f"fewer than {count} turns finished: {self.notes}"
+            self._receive(left)
+
     def close(self) -> None:
         self._stack.close()
 
@@ -88,9 +95,9 @@ def serve(hermes_home: Path) -> Iterator[Serve]:
     """``serve(model_url, host=...)`` starts an app server on a free port; all stop at teardown."""
     started: list[AppServer] = []
 
-    def start(model_url: str, host: str = "127.0.0.1") -> AppServer:
+    def start(model_url: str, host: str = "127.0.0.1", extra_config: str = "") -> AppServer:
         (hermes_home / "config.yaml").write_text(
-            f"model:\n  base_url: {model_url}\n  name: m\n  max_retries: 0\n  stream: true\n")
+            f"model:\n  base_url: {model_url}\n  name: m\n  max_retries: 0\n  stream: true\n{extra_config}")
         settings = Settings.load()
         server = AppServer(AppApi(settings), Gate(host, read_token(hermes_home)), host, 0)
         server.start()
@@ -185,6 +192,39 @@ def test_clarify_questions_come_as_a_request_and_the_answer_goes_back(serve: Ser
     result = json.loads(next(m for m in model.requests[1]["messages"] if m["role"] == "tool")["content"])
     assert result["outcome"] == "submitted"
     assert [(r["status"], r["user_response"]) for r in result["responses"]] == [("answered", "blue"), ("skipped", None)]
+    rpc.close()
+
+
+def test_a_dangerous_command_waits_for_approval_denied_then_approved(
+        serve: Serve, model_server: Any, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "build").mkdir(parents=True)
+
+    def script(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(content="result: " + body["messages"][-1]["content"][:200])
+        return call("terminal", {"command": "rm -rf build", "workdir": str(work)})
+
+    model = model_server(script)
+    rpc = Rpc(url_of(serve(model.url, extra_config=f"terminal:\n  cwd: {work}\n")))
+    session = rpc.call("sessions.create", {"toolsets": ["terminal"]})["session"]
+    seen: set[str] = set()
+    for turns, choice in enumerate(("deny", "once"), start=1):
+        rpc.call("message.send", {"session": session, "text": "clean up"})
+        asked = rpc.wait_for(lambda note: note["method"] == "request" and note["request_id"] not in seen)
+        seen.add(asked["request_id"])
+        assert asked["kind"] == "approval" and asked["command"].startswith("rm -rf build")
+        assert "once" in asked["choices"]
+        assert (work / "build").exists()
+        bad = rpc.request("approval.answer", {"session": session, "choice": "maybe"})
+        assert "'choice' must be one of once, session, always, deny" in bad["error"]["message"]
+        assert rpc.call("approval.answer", {"session": session, "choice": choice})["accepted"]
+        rpc.wait_turns(session, turns)
+        result = json.loads([m for m in model.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"])
+        if choice == "deny":
+            assert "denied" in result["error"] and (work / "build").exists()
+        else:
+            assert result.get("exit_code") == 0 and not (work / "build").exists(), result
     rpc.close()
 
 
