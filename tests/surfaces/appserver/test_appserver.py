@@ -174,7 +174,8 @@ def test_clarify_questions_come_as_a_request_and_the_answer_goes_back(serve: Ser
                                        {"question": "Which room?"}]}),
         Reply(content="blue it is"),
     ])
-    rpc = Rpc(url_of(serve(model.url)))
+    server = serve(model.url)
+    rpc = Rpc(url_of(server))
     session = rpc.call("sessions.create", {"toolsets": ["clarify"]})["session"]
     rpc.call("message.send", {"session": session, "text": "paint it"})
     asked = rpc.wait_for(lambda n: n["method"] == "request")
@@ -186,9 +187,14 @@ def test_clarify_questions_come_as_a_request_and_the_answer_goes_back(serve: Ser
     assert "no approval request" in wrong["error"]["message"]
     bad = rpc.request("clarify.answer", {"session": session, "answers": "blue"})
     assert bad["error"]["code"] == -32602 and "'answers'" in bad["error"]["message"]
-    assert rpc.call("clarify.answer", {"session": session, "request_id": asked["request_id"],
-                                       "answers": ["blue", None]}) == {"accepted": True}
+    later = Rpc(url_of(server))  # a client connecting now learns what waits, and may answer it
+    waiting = later.call("sessions.resume", {"session_id": asked["session_id"]})["waiting"]
+    assert waiting == {k: v for k, v in asked.items() if k != "method"}
+    assert later.call("clarify.answer", {"session": session, "request_id": asked["request_id"],
+                                         "answers": ["blue", None]}) == {"accepted": True}
     assert rpc.finished(session)["final"] == "blue it is"
+    assert later.finished(session)["final"] == "blue it is"
+    later.close()
     result = json.loads(next(m for m in model.requests[1]["messages"] if m["role"] == "tool")["content"])
     assert result["outcome"] == "submitted"
     assert [(r["status"], r["user_response"]) for r in result["responses"]] == [("answered", "blue"), ("skipped", None)]

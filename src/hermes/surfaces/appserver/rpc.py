@@ -87,6 +87,7 @@ class Conversation:
     def __init__(self, api: AppApi, key: str) -> None:
         self.api, self.key = api, key
         self.pending: tuple[str, str] | None = None  # (request id, kind) of the waiting round trip
+        self.waiting: dict[str, Any] | None = None  # its ``request`` notification's params
         #: what a new stored session of this conversation gets (sessions.create)
         self.toolsets: list[str] | None = None
         self.title: str | None = None
@@ -105,14 +106,15 @@ class Conversation:
         request_id = uuid.uuid4().hex[:12]
         timeout = request_timeout(request) if request.kind == "clarify" else APPROVAL_TIMEOUT
         self.pending = (request_id, request.kind)
-        self.api.broadcast(self.key, "request", {"session": self.key, "request_id": request_id,
-                                                  "kind": request.kind, **request.payload})
+        self.waiting = {"session": self.key, "session_id": session.session_id, "request_id": request_id,
+                        "kind": request.kind, **request.payload}
+        self.api.broadcast(self.key, "request", self.waiting)
         try:
             reply = session.next_reply(timeout)
         except RoundTripCancelled:
             reply = {"responses": [], "outcome": "cancelled"} if request.kind == "clarify" else "deny"
         finally:
-            self.pending = None
+            self.pending, self.waiting = None, None
         if reply is None and request.kind == "clarify":
             return {"responses": [], "outcome": "timed_out", "notice": no_reply_notice(timeout)}
         return reply
@@ -233,10 +235,11 @@ class AppApi:
         key = next((k for k in keys if self.host.session_id(k) == session_id), f"app:{session_id}")
         if self.host.session_id(key) is None:
             self.host.conversations.bind(key, session_id)
-        self._open(client, key)
+        conversation = self._open(client, key)
         messages = [{"role": m.get("role"), "content": m.get("content")}
                     for m in self.host.store.messages(session_id) if m.get("role") in ("user", "assistant")]
-        return {"session": key, "session_id": session_id, "title": info.title, "messages": messages[-200:]}
+        return {"session": key, "session_id": session_id, "title": info.title, "messages": messages[-200:],
+                "waiting": conversation.waiting}
 
     def message_send(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:
         conversation = self._conversation(params)
