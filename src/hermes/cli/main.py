@@ -27,6 +27,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("kanban", "kanban", "the kanban board: tasks for agents, their runs, and the dispatcher"),
     ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
     ("gateway", "gateway", "the messaging gateway: Telegram, Discord, Slack, Teams, IRC, an OpenAI-compatible API"),
+    ("serve", "serve", "the app server: the desktop app's JSON-RPC API over a WebSocket (loopback by default)"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),
     ("browser", "browser", "the browser tools' vault of site logins: add, list, remove"),

@@ -385,6 +385,13 @@ SCHEMA = Schema(
             ("stream_edits", "flag", {"default": True}),
             open_tables=("platforms",),
         ),
+        # the app server, ``hermes serve`` (docs/app-server.md)
+        _section(
+            "serve",
+            ("host", "text", {"default": "127.0.0.1"}),
+            ("port", "integer", {"default": 8765, "minimum": 0, "maximum": 65535}),
+            ("max_concurrent_turns", "integer", {"default": 16, "minimum": 1, "maximum": 1024}),
+        ),
         _section("plugins", open_tables=(ANY_TABLE,)),
     ),
     (Key("toolsets", "names"), Key("tool_gateway_declined_tools", "names")),

@@ -1,0 +1,83 @@
+"""Who may use the app server: loopback binds need no token, any other bind needs the bearer token.
+
+The token lives in ``HERMES_HOME/serve_token`` (mode 0600, created on first need; its value is never
+printed or logged, only its path). On a loopback bind the token is still accepted, and a browser page
+from another site (an ``Origin`` header that is not loopback) must present it too, so a web page the
+person visits cannot drive their agent.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+TOKEN_FILE = "serve_token"
+_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+
+
+def token_path(home: Path) -> Path:
+    return home / TOKEN_FILE
+
+
+def ensure_token(home: Path) -> Path:
+    """Create the token file when missing (0600, atomic); return its path."""
+    from hermes.config.atomic import atomic_write
+
+    path = token_path(home)
+    if not path.exists() or not path.read_text(encoding="utf-8").strip():
+        atomic_write(path, secrets.token_urlsafe(32) + "\n", mode=0o600)
+    return path
+
+
+def read_token(home: Path) -> str | None:
+    path = token_path(home)
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return value or None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) is this machine only."""
+    name = host.strip().strip("[]").lower()
+    if name in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def origin_is_local(origin: str | None) -> bool:
+    """No ``Origin`` header (not a browser) or a loopback one."""
+    if not origin or origin == "null":
+        return origin is None
+    return is_loopback(urlsplit(origin).hostname or "")
+
+
+def bearer_from(authorization: str | None, query_token: str | None) -> str | None:
+    """The token a client presented: ``Authorization: Bearer ...`` or the ``token`` query parameter."""
+    if authorization and authorization[:7].lower() == "bearer ":
+        return authorization[7:].strip() or None
+    return query_token or None
+
+
+class Gate:
+    """Decides whether a connection may use the API (see the module docstring)."""
+
+    def __init__(self, bind_host: str, token: str | None) -> None:
+        self.token_required = not is_loopback(bind_host)
+        self.token = token
+        if self.token_required and not token:
+            from hermes.errors import ConfigError
+
+            raise ConfigError(f"binding {bind_host} (beyond loopback) needs a bearer token; none was set up")
+
+    def allows(self, presented: str | None, origin: str | None) -> bool:
+        if presented is not None:
+            return self.token is not None and hmac.compare_digest(presented.encode(), self.token.encode())
+        return not self.token_required and origin_is_local(origin)
