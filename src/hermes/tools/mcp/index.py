@@ -191,4 +191,4 @@ def connections(binding: _Binding, args: dict[str, Any], kw: dict[str, Any]) -> 
     arguments = args.get("arguments") or {}
     if not isinstance(arguments, dict):
         raise ToolArgumentError("'arguments' must be an object")
-    return binding.invoke(binding.configs[server], tool, arguments)
+    return binding.invoke(binding.configs[server], tool, arguments, kw)

@@ -143,10 +143,12 @@ class _Binding:
         state = self.manager.states().get(server)
         return state is not None and state.status not in (FAILED, DISABLED, STOPPED)
 
-    def invoke(self, config: McpServerConfig, tool: McpTool, args: dict[str, Any]) -> dict[str, Any]:
+    def invoke(self, config: McpServerConfig, tool: McpTool, args: dict[str, Any],
+               kw: dict[str, Any]) -> dict[str, Any]:
         """One call of ``tool``: arguments checked with its schema, sent under the server's timeout, the
         result converted and marked untrusted (for its own entry and for ``connections`` alike)."""
         from hermes.connectors.mcp.results import convert_result
+        from hermes.tools.mcp.elicit import asker_for
         from hermes.tools.mcp.schemas import argument_validator, check_arguments
 
         server = config.name
@@ -158,7 +160,7 @@ class _Binding:
         required = set(tool.input_schema.get("required") or ())
         sent = {k: v for k, v in args.items() if v is not None or k in required}
         check_arguments(validator, sent)
-        result = self.manager.call(server, tool.name, sent)
+        result = self.manager.call(server, tool.name, sent, asker=asker_for(kw, config))
         converted = convert_result(result, server=server, tool=tool.name, media_dir=self.media_dir)
         return _as_untrusted(converted, f"mcp:{server}/{tool.name}", config.result_secrets)
 
@@ -169,7 +171,7 @@ class _Binding:
                   "parameters": tool.input_schema}
 
         def handler(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-            return self.invoke(config, tool, args)
+            return self.invoke(config, tool, args, kw)
 
         def available() -> bool:
             return self.available(server)
