@@ -70,9 +70,51 @@ def test_a_server_asks_the_person_through_clarify(mcp_home: McpHome) -> None:
     person.reply = answered("2", "no", None, outcome="timed_out")  # nobody answered in time: refused
     assert "hermes refused the request for input: nobody answered" in book(reg, with_person)
 
+    # a surface that breaks while asking refuses this request; the server keeps serving the next call
+    class Broken(Person):
+        def ask(self, request: Any) -> Any:
+            raise RuntimeError("the terminal went away")
+
+    broken = ToolSession(reg, None, SessionContext.from_settings(mcp_home.settings(), surface=Surface.CLI,
+                                                                 sink=Broken()))
+    assert "asking the person failed" in book(reg, broken)
+    person.reply = answered("4", "no", None)
+    assert book(reg, with_person) == "booked 4 guests, terrace=False, note=''"
+
     # no person on the session (a one-shot run): refused without asking anyone
     asked = len(person.requests)
     assert "nobody can answer on this surface" in book(reg, mcp_home.session(reg))
     # a server whose entry says elicitation: false cannot ask even a person who is there
     assert "did not declare the form elicitation capability" in book(reg, with_person, "mcp_quiet_book")
     assert len(person.requests) == asked
+
+
+def test_two_sessions_asked_at_once_each_get_their_own_question(mcp_home: McpHome) -> None:
+    import threading
+
+    from hermes.tools.session import SessionContext, ToolSession
+    from hermes.tools.toolsets import Surface
+
+    mcp_home.configure({"flaky": stdio(flaky_command())})
+    mcp_home.load()
+    mcp_home.settle("flaky")
+    reg = mcp_home.load()
+    both_asked = threading.Barrier(2, timeout=30)
+
+    class Waiting(Person):
+        def ask(self, request: Any) -> Any:
+            both_asked.wait()  # the two calls are in flight together when each person answers
+            return super().ask(request)
+
+    people = [Waiting(), Waiting()]
+    people[0].reply, people[1].reply = answered("2", "no", None), answered("5", "yes", None)
+    sessions = [ToolSession(reg, None, SessionContext.from_settings(mcp_home.settings(), surface=Surface.CLI,
+                                                                    sink=p)) for p in people]
+    results: dict[int, str] = {}
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, book(reg, sessions[i]))) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert results == {0: "booked 2 guests, terrace=False, note=''", 1: "booked 5 guests, terrace=True, note=''"}
+    assert [len(p.requests) for p in people] == [1, 1]

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import itertools
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+logger = logging.getLogger(__name__)
 
 ACTIONS = ("accept", "decline", "cancel")
 
@@ -44,8 +48,14 @@ class ElicitAnswer:
 Asker = Callable[[Elicitation], "ElicitAnswer | None"]
 
 
+#: the asker of the call this task runs: a 2026-07-28 server's ``input_required`` round is answered
+#: inside the call itself, so its question reaches exactly the session that made the call
+_CALLER: contextvars.ContextVar[tuple[Asker | None] | None] = contextvars.ContextVar("mcp_caller", default=None)
+
+
 class InFlight:
-    """The askers of a server's calls in flight."""
+    """The askers of a server's calls in flight. ``elicitation/create`` from an older server arrives
+    outside any call's task: it goes to the one session with calls in flight, else it is refused."""
 
     def __init__(self) -> None:
         self._askers: dict[int, Asker | None] = {}
@@ -55,13 +65,18 @@ class InFlight:
     def during(self, asker: Asker | None) -> Iterator[None]:
         key = next(self._ids)
         self._askers[key] = asker
+        token = _CALLER.set((asker,))
         try:
             yield
         finally:
+            _CALLER.reset(token)
             self._askers.pop(key, None)
 
     def only(self) -> tuple[Asker | None, str]:
         """The one asker that may answer now, else None and why not."""
+        caller = _CALLER.get()
+        if caller is not None:
+            return caller[0], "" if caller[0] is not None else "nobody can answer on this surface"
         askers = list(self._askers.values())
         if not askers:
             return None, "no call of this server is in flight"
@@ -88,7 +103,11 @@ async def answer(in_flight: InFlight, server: str, params: Any) -> Any:
     schema = getattr(params, "requested_schema", None)
     schema = schema if isinstance(schema, dict) else (schema.model_dump() if schema is not None else {})
     question = Elicitation(server=server, message=str(getattr(params, "message", "")), schema=schema)
-    reply = await asyncio.to_thread(asker, question)
+    try:
+        reply = await asyncio.to_thread(asker, question)
+    except Exception as exc:  # a broken surface refuses this request; it never breaks the connection
+        logger.warning("MCP server %s: asking the person failed: %s: %s", server, type(exc).__name__, exc)
+        return refused("asking the person failed")
     if reply is None:
         return refused("nobody answered")
     if reply.action not in ACTIONS:
