@@ -287,6 +287,12 @@ SCHEMA = Schema(
         ),
         # one table per MCP server (docs/tools/mcp.md): their keys are checked when the server is read
         _section("mcp_servers", open_tables=(ANY_TABLE,)),
+        # how MCP servers' tools are offered (docs/tools/mcp.md#index-mode)
+        _section(
+            "mcp",
+            ("tool_index", "choice", {"default": "auto", "choices": ("auto", "always", "never")}),
+            ("index_threshold", "integer", {"default": 40, "minimum": 0, "maximum": 10000}),
+        ),
         _section(
             "sandbox",
             ("mode", "choice", {"default": "workspace-write",

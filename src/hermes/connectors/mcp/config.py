@@ -14,6 +14,7 @@ One entry per server, keyed by its name::
         timeout: 60                # seconds per tool call
         connect_timeout: 30        # seconds for the handshake and the tool listing
         tools: {include: [search], exclude: []}
+        elicitation: true          # the server may ask the person for input mid-call
         enabled: true
 
 ``${VAR}`` (or ``${env:VAR}``) in ``env``, ``headers``, ``args``, ``url`` and ``cwd`` is filled from the
@@ -61,6 +62,8 @@ class McpServerConfig:
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     include: tuple[str, ...] | None = None
     exclude: tuple[str, ...] = ()
+    #: whether the server may ask the person for input during a call (MCP elicitation)
+    elicitation: bool = True
     #: values filled in from the environment, and every env/header value: masked wherever shown
     secrets: tuple[str, ...] = ()
     #: what is masked in the server's own results: values filled in from the environment, header
@@ -170,6 +173,7 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
         timeout=reader.number("timeout", DEFAULT_CALL_TIMEOUT, minimum=1, maximum=3600),
         connect_timeout=reader.number("connect_timeout", DEFAULT_CONNECT_TIMEOUT, minimum=1, maximum=600),
         include=include, exclude=tools.strings("exclude", ()),
+        elicitation=reader.flag("elicitation", True),
         secrets=_longest_first(filled),
     )
 

@@ -25,6 +25,7 @@ from typing import Any, TextIO
 
 from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
+from hermes.connectors.mcp.elicit import Asker, InFlight, answer
 from hermes.connectors.mcp.schema import MAX_TOOLS_PER_SERVER
 from hermes.connectors.mcp.state import (
     FAILED,
@@ -74,6 +75,7 @@ class Connection:
         self._settled = asyncio.Condition()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
+        self._in_flight = InFlight()
 
     # -- lifecycle (on the manager's loop) -----------------------------------------------------------
     def start(self) -> None:
@@ -157,7 +159,8 @@ class Connection:
                     async with asyncio.timeout(deadline):
                         client = await stack.enter_async_context(Client(
                             self._transport(errlog), mode="auto", read_timeout_seconds=deadline,
-                            message_handler=self._on_message))
+                            message_handler=self._on_message,
+                            elicitation_callback=self._on_elicit if self.config.elicitation else None))
                         tools = await self._list_tools(client)
                 except TimeoutError:
                     raise McpError(f"no answer to the handshake and tool listing within {deadline:g} s") from None
@@ -237,8 +240,13 @@ class Connection:
             asyncio.get_running_loop().create_task(relist())
 
     # -- calls (on the manager's loop) -----------------------------------------------------------------
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None = None) -> Any:
-        """The server's ``CallToolResult`` for one call; every failure is :class:`McpError` naming the server."""
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        return await answer(self._in_flight, self.config.name, params)
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None = None,
+                   asker: Asker | None = None) -> Any:
+        """The server's ``CallToolResult`` for one call; every failure is :class:`McpError` naming the server.
+        ``asker`` answers the server's requests for input during the call (None: nobody can)."""
         name = self.config.name
         if self._stopping:
             raise McpError(f"MCP server '{name}' is stopped")
@@ -260,8 +268,9 @@ class Connection:
             raise McpError(f"MCP server '{name}' is not connected ({self.state.status})")
         limit = timeout or self.config.timeout
         try:
-            async with asyncio.timeout(limit + 1):
-                return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
+            with self._in_flight.during(asker):
+                async with asyncio.timeout(limit + 1):
+                    return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
         except TimeoutError:
             raise McpError(f"MCP server '{name}' did not answer '{tool}' within {limit:g} s") from None
         except Exception as exc:

@@ -25,6 +25,7 @@ from typing import Any
 from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
 from hermes.connectors.mcp.connection import Connection
+from hermes.connectors.mcp.elicit import Asker
 from hermes.connectors.mcp.state import CONNECTING, DISABLED, ServerState, StateFiles
 from hermes.errors import McpError
 
@@ -141,14 +142,15 @@ class McpManager:
         return self.states()
 
     # -- calls ---------------------------------------------------------------------------------------------
-    def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None) -> Any:
+    def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None,
+             asker: Asker | None = None) -> Any:
         """The server's result for one call, from any thread; failures raise :class:`McpError`."""
         conn = self.connection(server)
         if conn is None:
             disabled = server in self._disabled
             raise McpError(f"MCP server '{server}' is {'disabled in config.yaml' if disabled else 'not configured'}")
         limit = (timeout or conn.config.timeout) + conn.config.connect_timeout + _CALL_MARGIN
-        future = self._submit(conn.call(tool, arguments, timeout))
+        future = self._submit(conn.call(tool, arguments, timeout, asker))
         try:
             return future.result(limit)
         except concurrent.futures.TimeoutError:

@@ -13,6 +13,10 @@ result (:mod:`hermes.connectors.mcp.results`); the session's finish step applies
 and the secret masking. A tool is unavailable while its server has failed (left out of new sessions'
 definitions); a call to a server that crashed, hangs or sent garbage answers ``{"error": ...}`` naming
 the server.
+
+With many tools (``mcp.tool_index``/``mcp.index_threshold``) and a login with the ``managed_tools``
+claim, the servers' tools are reached through the one ``connections`` tool instead
+(:mod:`hermes.tools.mcp.index`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TOOLSET_PREFIX = "mcp-"
+INDEX_AUTO, INDEX_ALWAYS, INDEX_NEVER = "auto", "always", "never"
+DEFAULT_INDEX_THRESHOLD = 40
 
 
 def mcp_settings(settings: Settings) -> McpSettings:
@@ -73,7 +79,8 @@ def _as_untrusted(out: dict[str, Any], source: str, secrets: tuple[str, ...]) ->
 
 
 class _Binding:
-    """The MCP entries one catalog holds, kept in step with the manager's listings."""
+    """The MCP entries one catalog holds, kept in step with the manager's listings: each server's tools
+    as their own entries, or — in index mode — the single ``connections`` tool reaching all of them."""
 
     def __init__(self, reg: ToolRegistry, manager: McpManager, media_dir: Path) -> None:
         self.reg = reg
@@ -81,52 +88,93 @@ class _Binding:
         self.media_dir = media_dir
         self.configs: dict[str, McpServerConfig] = {}
         self.registered: dict[str, dict[str, str]] = {}  # server → {function name: tool name}
-        self._lock = threading.Lock()
+        #: each server's tools that its include/exclude lists let through (the last listing known)
+        self.listings: dict[str, tuple[McpTool, ...]] = {}
+        self.index_mode = INDEX_AUTO
+        self.index_threshold = DEFAULT_INDEX_THRESHOLD
+        self.indexed = False
+        #: whether the login carries the ``managed_tools`` claim: ``connections`` is offered only then
+        self.managed_tools = False
+        self._validators: dict[tuple[str, str], Any] = {}
+        self._lock = threading.RLock()
 
     def sync(self, server: str, tools: tuple[McpTool, ...]) -> None:
         config = self.configs.get(server)
         with self._lock:
-            old = self.registered.pop(server, {})
             if config is None or not config.enabled:
-                for name in old:
-                    self.reg.unregister(name)
-                return
-            chosen = [t for t in tools if config.wants(t.name)]
-            others = {n for s, names in self.registered.items() for n in names} | {
-                n for n in self.reg.names() if n not in old and not n.startswith("mcp_")}
+                self.listings.pop(server, None)
+            else:
+                self.listings[server] = tuple(t for t in tools if config.wants(t.name))
+            self._rebuild()
+
+    def wants_index(self) -> bool:
+        """Index mode: a login with the ``managed_tools`` claim (T-CONN: ``connections`` is offered only
+        then; without it every server's tools stay their own tools), and ``mcp.tool_index: always`` or
+        ``auto`` with more tools than ``mcp.index_threshold``."""
+        total = sum(len(tools) for tools in self.listings.values())
+        wanted = self.index_mode == INDEX_ALWAYS or (self.index_mode == INDEX_AUTO and total > self.index_threshold)
+        return wanted and self.managed_tools
+
+    def _rebuild(self) -> None:
+        for names in self.registered.values():  # new listings replace the old entries (no "registered again")
+            for name in names:
+                self.reg.unregister(name)
+        self.registered = {}
+        self.indexed = self.wants_index() and bool(self.listings)
+        from hermes.tools.mcp.index import CONNECTIONS, register_connections
+
+        if self.indexed:
+            register_connections(self)
+            return
+        entry = self.reg.get(CONNECTIONS)
+        if entry is not None and entry.options.get("mcp_index"):
+            self.reg.unregister(CONNECTIONS)
+        for server, chosen in self.listings.items():
+            config = self.configs[server]
+            others = {n for names in self.registered.values() for n in names} | {
+                n for n in self.reg.names() if not n.startswith("mcp_")}
             names = function_names(server, [t.name for t in chosen], taken=others,
                                    all_suffixed=ambiguous(server, self.configs))
-            for name in old:  # a new listing replaces the old entries (no "registered again" warning)
-                self.reg.unregister(name)
             for tool in chosen:
                 self._register(config, tool, names[tool.name])
             self.registered[server] = {names[t.name]: t.name for t in chosen}
 
+    def available(self, server: str) -> bool:
+        state = self.manager.states().get(server)
+        return state is not None and state.status not in (FAILED, DISABLED, STOPPED)
+
+    def invoke(self, config: McpServerConfig, tool: McpTool, args: dict[str, Any],
+               kw: dict[str, Any]) -> dict[str, Any]:
+        """One call of ``tool``: arguments checked with its schema, sent under the server's timeout, the
+        result converted and marked untrusted (for its own entry and for ``connections`` alike)."""
+        from hermes.connectors.mcp.results import convert_result
+        from hermes.tools.mcp.elicit import asker_for
+        from hermes.tools.mcp.schemas import argument_validator, check_arguments
+
+        server = config.name
+        key = (server, tool.name)
+        validator = self._validators.get(key)
+        if validator is None or validator.schema is not tool.input_schema:
+            validator = self._validators[key] = argument_validator(tool.input_schema)
+        # an explicit null for an optional argument means "not given" (as for every hermes tool)
+        required = set(tool.input_schema.get("required") or ())
+        sent = {k: v for k, v in args.items() if v is not None or k in required}
+        check_arguments(validator, sent)
+        result = self.manager.call(server, tool.name, sent, asker=asker_for(kw, config))
+        converted = convert_result(result, server=server, tool=tool.name, media_dir=self.media_dir)
+        return _as_untrusted(converted, f"mcp:{server}/{tool.name}", config.result_secrets)
+
     def _register(self, config: McpServerConfig, tool: McpTool, name: str) -> None:
         server = config.name
-        manager, media_dir = self.manager, self.media_dir
         description = safe_description(tool.description) or f"the {tool.name} tool"
         schema = {"name": name, "description": f"{description} (MCP server '{server}', tool '{tool.name}')",
                   "parameters": tool.input_schema}
-        validator: list[Any] = []
 
         def handler(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-            from hermes.connectors.mcp.results import convert_result
-            from hermes.tools.mcp.schemas import argument_validator, check_arguments
-
-            if not validator:
-                validator.append(argument_validator(tool.input_schema))
-            # an explicit null for an optional argument means "not given" (as for every hermes tool)
-            required = set(tool.input_schema.get("required") or ())
-            sent = {k: v for k, v in args.items() if v is not None or k in required}
-            check_arguments(validator[0], sent)
-            result = manager.call(server, tool.name, sent)
-            converted = convert_result(result, server=server, tool=tool.name, media_dir=media_dir)
-            return _as_untrusted(converted, f"mcp:{server}/{tool.name}", config.result_secrets)
+            return self.invoke(config, tool, args, kw)
 
         def available() -> bool:
-            state = manager.states().get(server)
-            return state is not None and state.status not in (FAILED, DISABLED, STOPPED)
+            return self.available(server)
 
         previous = self.reg.current_source
         self.reg.current_source = f"mcp:{server}"
@@ -139,8 +187,15 @@ class _Binding:
             self.reg.current_source = previous
 
     def on_change(self, state: ServerState) -> None:
-        if state.name in self.configs and state.status == READY and not state.tools_cached:
+        if state.name not in self.configs:
+            return
+        if state.status == READY and not state.tools_cached:
             self.sync(state.name, state.tools)
+        elif self.indexed:  # the index line shows each server's status
+            with self._lock:
+                from hermes.tools.mcp.index import register_connections
+
+                register_connections(self)
 
 
 _bindings: dict[int, _Binding] = {}
@@ -168,9 +223,12 @@ def load_mcp_tools(settings: Settings, reg: ToolRegistry) -> McpSettings:
     manager = manager_for(settings.paths.home)
     binding = _binding(reg, manager, settings.paths.home)
     binding.configs = {s.name: s for s in cfg.servers}
+    binding.index_mode = str(settings.get("mcp.tool_index", INDEX_AUTO) or INDEX_AUTO)
+    binding.index_threshold = int(settings.get("mcp.index_threshold", DEFAULT_INDEX_THRESHOLD))
+    binding.managed_tools = _managed_tools(settings)
     manager.configure(cfg.servers)
     states = manager.states()
-    for server in list(binding.registered):
+    for server in list(binding.listings):
         if server not in binding.configs:
             binding.sync(server, ())
     for config in cfg.servers:
@@ -179,6 +237,17 @@ def load_mcp_tools(settings: Settings, reg: ToolRegistry) -> McpSettings:
             manager.files.cached_tools(config.name, config.fingerprint()) or ())
         binding.sync(config.name, tools)
     return cfg
+
+
+def _managed_tools(settings: Settings) -> bool:
+    """Offline: whether the portal login's token carries the ``managed_tools`` claim."""
+    from hermes.errors import HermesError
+    from hermes.routing import load_credentials
+
+    try:
+        return bool(load_credentials(settings.paths.auth, settings.env.as_dict()).managed_tools)
+    except HermesError:
+        return False
 
 
 def server_report(settings: Settings) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@
 
 Tools: ``echo`` (text back), ``add`` (integers), ``pixel`` (a 1x1 PNG as image content), ``crash``
 (the process exits mid-call), ``hang`` (never answers), ``env_value`` (one variable of the server's
-environment).
+environment), ``book`` (asks the person for a booking's details mid-call: MCP elicitation).
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ import argparse
 import base64
 import os
 import time
+from typing import Annotated
 
+from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.utilities.types import Image
+from pydantic import BaseModel, Field
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
@@ -57,6 +61,25 @@ def hang() -> str:
 def env_value(name: str) -> str:
     """The value of one environment variable of the server ('<unset>' when it is not set)."""
     return os.environ.get(name, "<unset>")
+
+
+class Booking(BaseModel):
+    guests: int = Field(description="How many people")
+    terrace: bool = Field(description="Sit outside?")
+    note: str = Field(default="", description="Anything the restaurant should know")
+
+
+def booking_details() -> Elicit[Booking]:
+    return Elicit("Booking a table for tonight", Booking)
+
+
+@app.tool()
+async def book(answer: Annotated[ElicitationResult[Booking], Resolve(booking_details)]) -> str:
+    """Book a table, asking the person for the details (an input request: either protocol era)."""
+    if not isinstance(answer, AcceptedElicitation):
+        return answer.action
+    data = answer.data
+    return f"booked {data.guests} guests, terrace={data.terrace}, note={data.note!r}"
 
 
 def main() -> None:
