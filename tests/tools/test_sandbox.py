@@ -408,6 +408,21 @@ def test_a_home_dot_folder_is_no_workspace(ws: Path, monkeypatch: pytest.MonkeyP
     assert chosen.refused == [str(home / ".config")] and chosen.writable == [str(home / "project")]
 
 
+def test_a_kanban_scratch_workspace_is_writable_but_not_the_rest_of_hermes_home(ws: Path) -> None:
+    """A kanban worker's default workspace lies in HERMES_HOME (``kanban/workspaces/<task>``): it is
+    writable like any workspace, while the rest of HERMES_HOME — the workspaces folder included — is not."""
+    home = HermesPaths.current().home
+    scratch = home / "kanban" / "workspaces" / "t_1"
+    scratch.mkdir(parents=True)
+    policy = sandbox.load_policy({})
+    for folder, writable in ((scratch, True), (scratch.parent, False), (home / "kanban", False), (home, False)):
+        chosen = sandbox.plan(policy, workdir=str(folder), temp_dir=str(ws.parent), workspaces=[str(folder)])
+        assert (chosen.writable == [str(folder)]) is writable and (chosen.refused == [str(folder)]) is not writable
+    _config(ws, f"terminal:\n  cwd: {scratch}\n")
+    r = term({"command": "echo done > result.txt"})
+    assert r["exit_code"] == 0 and (scratch / "result.txt").read_text() == "done\n", r
+
+
 # -- file tools: a write where a sandboxed command could not write is an approval ----------------------
 def test_file_writes_outside_the_workspace_ask_while_sandboxed(ws: Path) -> None:
     outside = ws.parent / "outside"

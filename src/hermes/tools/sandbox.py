@@ -162,8 +162,11 @@ def _too_broad(path: str, hermes_home: str) -> bool:
     from hermes.tools.paths import credential_store, system_location
 
     home = _real(Path.home())
-    if path == "/" or _inside(home, path) or _inside(path, hermes_home):
+    if path == "/" or _inside(home, path):
         return True
+    if _inside(path, hermes_home):  # all of HERMES_HOME but a kanban task's own scratch workspace
+        scratch = os.path.join(hermes_home, "kanban", "workspaces")
+        return path == scratch or not _inside(path, scratch)
     if path != home and _inside(path, home) and path[len(home):].lstrip("/").startswith("."):
         return True  # ~/.config, ~/.local, ...: shell start-up files, autostart entries, git configuration
     return system_location(Path(path)) is not None or credential_store(Path(path)) is not None

@@ -173,6 +173,9 @@ def sensitive_by_name(path: Path) -> str | None:
         return "it holds hermes's own secrets"
     if ssh_key_material(path):
         return "it is SSH key material"
+    if path.name.endswith(_DB_ENDINGS) and hermes_database(path):
+        return ("it is one of hermes's own databases (reading it here would drop SQLite's locks on it; "
+                "use session_search or 'hermes sessions' for past sessions)")
     for rel in home_relative(path):
         if rel in HOME_SECRET_FILES or any(_inside(rel, d) for d in HOME_SECRET_DIRS):
             return "it is a credential store"
@@ -293,6 +296,21 @@ class Identities:
             self._write = _identity_map(_write_protected())
         hit = self._write.get((linked.st_dev, linked.st_ino))
         return None if hit is None else f"it is a hard link to {hit[0]} ({hit[1]})"
+
+
+#: how the names of SQLite files end (the database and its journal companions)
+_DB_ENDINGS = (".db", ".db-wal", ".db-shm", ".db-journal")
+
+
+def hermes_database(path: Path) -> bool:
+    """Whether ``path`` is a SQLite file of HERMES_HOME (``state.db``, ``kanban.db``, the gateway's
+    ``toolgateway/gateway.db``, ``video_jobs.db``… and their ``-wal``/``-shm``/``-journal`` files).
+
+    hermes holds connections to them in this very process: opening and closing any other descriptor of
+    such a file drops the process's POSIX locks — SQLite's among them — after which another process
+    closing the database believes it was the last one and deletes the WAL under the live connection.
+    """
+    return _inside(path, _real(HermesPaths.current().home))
 
 
 def sensitive_for_reading(

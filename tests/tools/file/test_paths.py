@@ -124,6 +124,27 @@ def test_hermes_secrets_are_never_read_but_config_is(ws: Path, hermes_home: Path
     ok(call("read_file", path=str(hermes_home / "config.yaml")))
 
 
+def test_hermes_own_databases_are_not_read(ws: Path, hermes_home: Path) -> None:
+    """state.db and the other SQLite files of HERMES_HOME are refused (their -wal and -shm too): hermes
+    holds connections to them in this process, and a read would drop SQLite's locks on the file."""
+    import sqlite3
+
+    from hermes.store.sessions import SessionStore
+
+    with SessionStore(hermes_home / "state.db") as store:
+        store.create_session(surface="cli", model="m", toolsets=[], tools=[])
+        for name in ("state.db", "state.db-wal", "state.db-shm"):
+            assert (hermes_home / name).exists()
+            refused = call("read_file", path=str(hermes_home / name))
+            assert "hermes's own databases" in refused["error"], refused
+    board = hermes_home / "kanban" / "kanban.db"
+    board.parent.mkdir()
+    sqlite3.connect(board).close()
+    assert "hermes's own databases" in call("read_file", path=str(board))["error"]
+    sqlite3.connect(ws / "mine.db").close()  # a database of the person's own project is not refused so
+    assert "hermes's own" not in str(call("read_file", path=str(ws / "mine.db")).get("error", ""))
+
+
 def test_credential_stores(ws: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     ssh = home / ".ssh"
