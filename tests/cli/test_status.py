@@ -36,7 +36,7 @@ def test_full_json_shape(hermes_home: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert SECRET not in proc.stdout
     data = json.loads(proc.stdout)
-    assert set(data) == {"model", "gateway", "toolsets", "storage", "scheduler", "sandbox"}
+    assert set(data) == {"model", "gateway", "toolsets", "storage", "scheduler", "sandbox", "computer_use"}
     assert data["sandbox"]["mode"] == "workspace-write" and isinstance(data["sandbox"]["active"], bool)
     assert data["model"] == {"configured": True, "provider": "openai", "base_url": "https://api.openai.com/v1",
                              "model": "gpt-4o", "api_key_source": "OPENAI_API_KEY (.env)", "error": None,
