@@ -165,3 +165,18 @@ class Environment:
         merged = {k: v for k, v in self._dotenv.items() if v}
         merged.update({k: v for k, v in self._process.items() if v})
         return merged
+
+
+def variable_set(name: str) -> bool:
+    """Whether ``name`` has a non-blank value in the environment or in ``HERMES_HOME/.env`` (a file read,
+    no network): the offline availability check of tools that need one key."""
+    import os
+
+    if os.environ.get(name, "").strip():
+        return True
+    from hermes.config.paths import HermesPaths
+
+    try:
+        return bool(read_dotenv(HermesPaths.current().env).get(name, "").strip())
+    except (OSError, ValueError):
+        return False

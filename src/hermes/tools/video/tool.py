@@ -100,17 +100,9 @@ def video_generate_available() -> tuple[bool, str | None]:
 
 def xai_key_available() -> bool:
     """``XAI_API_KEY`` in the environment or in ``~/.hermes/.env`` (offline)."""
-    import os
+    from hermes.config.dotenv import variable_set
 
-    if os.environ.get("XAI_API_KEY", "").strip():
-        return True
-    from hermes.config.dotenv import read_dotenv
-    from hermes.config.paths import HermesPaths
-
-    try:
-        return bool(read_dotenv(HermesPaths.current().env).get("XAI_API_KEY", "").strip())
-    except (OSError, ValueError):
-        return False
+    return variable_set("XAI_API_KEY")
 
 
 async def video_generate(args: dict[str, Any], **kw: Any) -> str:

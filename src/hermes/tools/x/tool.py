@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 from hermes.tools.registry import registry
@@ -36,15 +35,9 @@ X_SEARCH_SCHEMA: dict[str, Any] = {
 
 def x_search_available() -> bool:
     """``XAI_API_KEY`` in the environment or in ``HERMES_HOME/.env`` (a file read, no network)."""
-    if os.environ.get("XAI_API_KEY", "").strip():
-        return True
-    from hermes.config.dotenv import read_dotenv
-    from hermes.config.paths import HermesPaths
+    from hermes.config.dotenv import variable_set
 
-    try:
-        return bool(read_dotenv(HermesPaths.current().env).get("XAI_API_KEY", "").strip())
-    except (OSError, ValueError):
-        return False
+    return variable_set("XAI_API_KEY")
 
 
 async def x_search(args: dict[str, Any], **kw: Any) -> str:
