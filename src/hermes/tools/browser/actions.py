@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes.errors import ToolError
 from hermes.tools.browser.backend import hub
+from hermes.tools.browser.camofox import is_camofox
 from hermes.tools.browser.guard import address_refusal, url_refusal
 from hermes.tools.browser.page import (
     act,
@@ -231,6 +232,9 @@ async def browser_console(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         tab.console.clear()
         tab.errors.clear()
     listing = "\n".join([f"[{m['type']}] {m['text']}" for m in messages] + [f"[error] {e['message']}" for e in errors])
+    if is_camofox(tab.page):
+        return {"url": tab.page.url, "total_messages": 0, "total_errors": 0,
+                "note": "Camofox does not report console messages; expression= still evaluates JavaScript"}
     return {"url": tab.page.url, "total_messages": len(messages), "total_errors": len(errors),
             "console": mark_untrusted(tab.page.url, listing or "(no console messages)")}
 

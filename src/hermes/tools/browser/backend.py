@@ -31,7 +31,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hermes.config.atomic import atomic_write
 from hermes.errors import ToolError
@@ -213,7 +213,8 @@ class BrowserHub:
                 return found
             if found is not None:
                 await self._close(found)
-            opener = self._open_remote if config.cdp_url else self._open_cloud if config.cloud else self._open_local
+            opener = (self._open_remote if config.cdp_url else self._open_local if config.cloud is None
+                      else self._open_camofox if config.cloud.vendor == "camofox" else self._open_cloud)
             tab = await opener(task_id, config)
             self.tabs[task_id] = tab
             if self._reaper is None or self._reaper.done():
@@ -268,10 +269,37 @@ class BrowserHub:
         _watch(tab, page)
         return tab
 
+    async def _open_camofox(self, task_id: str, config: BrowserConfig) -> Tab:
+        """A tab of its own user on the Camofox server (:mod:`.camofox`), every landing judged."""
+        from hermes.tools.browser.camofox import CamofoxContext, CamofoxPage
+
+        assert config.cloud is not None
+        page = CamofoxPage(config.cloud, task_id, config.command_timeout)
+        try:
+            await page.open()
+        except ToolError:
+            await page.http.aclose()
+            raise
+        tab = Tab(task_id, config, cast("BrowserContext", CamofoxContext(page)), cast("Page", page),
+                  owns_context=False)
+
+        def moved() -> None:
+            tab.document += 1
+
+        page.on_document = moved
+        page.judge = lambda url: _recheck(tab, tab.page, url)
+        return tab
+
     async def fresh_page(self, tab: Tab) -> None:
         """Replace the tab's page by a new blank one (after a refused navigation, whose error page would
         still be loading into the old one)."""
+        from hermes.tools.browser.camofox import is_camofox
+
         old = tab.page
+        if is_camofox(old):  # one tab per task on Camofox: it is sent to about:blank instead
+            with contextlib.suppress(ToolError):
+                await old.goto("about:blank")
+            return
         page = await tab.context.new_page()
         if tab.owns_context:
             tab.page = page  # the context's "page" handler watched it already

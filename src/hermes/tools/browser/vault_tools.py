@@ -59,6 +59,10 @@ def _entry(kw: dict[str, Any], handle: str) -> VaultEntry:
 
 async def _in_frames(tab: Any, script: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run ``script`` in each frame of the page (the main one first) until one does it; the last answer."""
+    from hermes.tools.browser.camofox import VAULT_REFUSED, is_camofox
+
+    if is_camofox(tab.page):
+        raise ToolError(f"refused: {VAULT_REFUSED}")
     answer: dict[str, Any] = {"error": "fields", "why": "no frame of this page answered"}
     for frame in tab.page.frames:
         try:
