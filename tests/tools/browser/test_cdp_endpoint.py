@@ -91,7 +91,11 @@ def test_tools_drive_the_endpoint_browser_and_dialogs_wait(browser: BrowserHarne
         for method, params in (("Target.createTarget", {"url": pages.url("/dialogs")}),
                                ("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": "/tmp"}),
                                ("Page.setDownloadBehavior", {"behavior": "allow"}), ("Fetch.disable", {}),
-                               ("Page.frameNavigated", {"url": "http://169.254.169.254/"})):
+                               ("Page.frameNavigated", {"url": "http://169.254.169.254/"}),
+                               # nor may the cookies, storage or caches of the person's browser be read
+                               ("Network.getAllCookies", {}), ("Network.getCookies", {"urls": [pages.url("/")]}),
+                               ("DOMStorage.getDOMStorageItems", {"storageId": {"isLocalStorage": True}}),
+                               ("CacheStorage.requestCacheNames", {})):
             assert "refused" in call(session, "browser_cdp", method=method, params=params)["error"], method
     finally:
         close(session)

@@ -22,6 +22,7 @@ from hermes.tools.browser.page import (
     first_line,
     locate,
     page_view,
+    refuse_scripts_after_fill,
     settle,
     tab_of,
     take_snapshot,
@@ -217,6 +218,7 @@ async def browser_console(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     tab = await tab_of(kw)
     expression = args.get("expression")
     if expression:
+        refuse_scripts_after_fill(tab, "JavaScript")
         try:
             value = await asyncio.wait_for(tab.page.evaluate(str(expression)), tab.config.command_timeout)
         except TimeoutError:

@@ -92,6 +92,9 @@ class Tab:
     #: the cloud browser session of this tab (stopped when the tab closes), and its own connection
     cloud_session: str | None = None
     cloud_browser: Browser | None = None
+    #: the document a vault fill wrote a secret into: scripts and raw CDP are refused on it (a script could
+    #: read the field back in any encoding) until the page navigates
+    vault_document: int | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def touch(self) -> None:

@@ -103,6 +103,7 @@ async def browser_vault_fill(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
                                                 "password": entry.password})
     if "error" in answer:
         raise _refusal(entry, answer, "password")
+    tab.vault_document = tab.document
     return {"result": f"filled {' and '.join(answer['filled'])} of {entry.username} for {entry.site}",
             "submitted": False, "next": "click the form's sign-in button (browser_click) to submit it"}
 
@@ -117,6 +118,7 @@ async def browser_vault_totp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     answer = await _in_frames(tab, FILL_CODE, {"origin": entry.site, "code": pyotp.TOTP(entry.totp_secret).now()})
     if "error" in answer:
         raise _refusal(entry, answer, "code")
+    tab.vault_document = tab.document
     return {"result": f"filled the one-time code of {entry.username} for {entry.site}"}
 
 
