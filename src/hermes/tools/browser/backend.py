@@ -245,7 +245,7 @@ class BrowserHub:
         page = await context.new_page()
         page.set_default_timeout(config.command_timeout * 1000)
         tab = Tab(task_id, config, context, page, owns_context=False)
-        await page.route("**/*", lambda route: _screen(tab, route))
+        await _guard_remote(tab, page)
         page.on("popup", lambda new: _adopt(tab, new))
         _watch(tab, page)
         return tab
@@ -267,7 +267,7 @@ class BrowserHub:
                             f"{str(exc).splitlines()[0]}") from None
         page.set_default_timeout(config.command_timeout * 1000)
         tab = Tab(task_id, config, context, page, owns_context=False, cloud_session=ident, cloud_browser=browser)
-        await page.route("**/*", lambda route: _screen(tab, route))
+        await _guard_remote(tab, page)
         page.on("popup", lambda new: _adopt(tab, new))
         _watch(tab, page)
         return tab
@@ -308,7 +308,7 @@ class BrowserHub:
             tab.page = page  # the context's "page" handler watched it already
         else:
             page.set_default_timeout(tab.config.command_timeout * 1000)
-            await page.route("**/*", lambda route: _screen(tab, route))
+            await _guard_remote(tab, page)
             _watch(tab, page)
             tab.page = page
         tab.document += 1
@@ -431,7 +431,7 @@ def _adopt(tab: Tab, page: Page) -> None:
         return  # another page of the person's own browser
     _watch(tab, page)
     if not tab.owns_context:
-        tab.spawn(page.route("**/*", lambda route: _screen(tab, route)))
+        tab.spawn(_guard_remote(tab, page))
     tab.page = page
     tab.document += 1
 
@@ -472,6 +472,46 @@ def _on_dialog(tab: Tab, dialog: Dialog) -> None:
     tab.closed_dialogs.append({"type": dialog.type, "message": dialog.message[:500],
                                "closed": "accepted" if accept else "dismissed"})
     tab.spawn(dialog.accept() if accept else dialog.dismiss())
+
+
+async def _guard_remote(tab: Tab, page: Page) -> None:
+    """The checks of a page in a browser that is not behind our fence (CDP endpoint, cloud): every request
+    the page makes (:func:`_screen`), and every redirect hop (:func:`_judge_hop`) — a route sees only the
+    first request of a redirect chain, so responses are held at the response stage over a CDP session of
+    our own and a 3xx whose ``Location`` is refused fails before the browser follows it."""
+    await page.route("**/*", lambda route: _screen(tab, route))
+    try:
+        session = await tab.context.new_cdp_session(page)
+        session.on("Fetch.requestPaused", lambda event: tab.spawn(_judge_hop(tab, session, event)))
+        await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})
+    except Exception as exc:  # a browser without the Fetch domain: the landing is still judged after the fact
+        logger.warning("redirect hops of %s are not screened: %s", tab.task_id, str(exc).splitlines()[0][:200])
+
+
+async def _judge_hop(tab: Tab, session: CDPSession, event: dict[str, Any]) -> None:
+    from urllib.parse import urljoin
+
+    request_id = event.get("requestId")
+    status = int(event.get("responseStatusCode") or 0)
+    target = None
+    if 300 <= status < 400:
+        location = next((str(h.get("value", "")) for h in event.get("responseHeaders") or []
+                         if str(h.get("name", "")).lower() == "location"), "")
+        target = urljoin(str(event.get("request", {}).get("url", "")), location) if location else None
+    allow = tab.config.allow_private_urls
+    why = None
+    if target is not None:
+        why = url_refusal(target, allow_private=allow, navigation=False) or await address_refusal(
+            target, allow_private=allow)
+    with contextlib.suppress(Exception):  # the page or the session went away
+        if why is None:
+            await session.send("Fetch.continueRequest", {"requestId": request_id})
+            return
+        assert target is not None
+        tab.blocked.append((target[:300], why))
+        if event.get("resourceType") == "Document":
+            tab.main_refused = (target, why)
+        await session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
 
 
 async def _screen(tab: Tab, route: Route) -> None:
