@@ -5,7 +5,10 @@
   the shell history and ``ps`` would see them;
 * ``hermes browser vault list [--json]`` — handles, sites, usernames, whether a TOTP secret is kept, and
   where the key is (OS keyring or the 0600 key file);
-* ``hermes browser vault remove HANDLE [--yes]`` — the only way an entry is deleted.
+* ``hermes browser vault remove HANDLE [--yes]`` — the only way an entry is deleted;
+* ``hermes browser vault import --from 1password|bitwarden [--vault NAME] [--dry-run]`` — the logins of the
+  1Password or Bitwarden CLI (signed in / unlocked), each replacing the entry of the same site and username
+  (:mod:`hermes.tools.browser.vault_import`); only sites and usernames are printed.
 
 The tools see the vault only with ``browser.vault.enabled: true``. Only argparse is imported here.
 """
@@ -35,6 +38,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("remove", help="delete one stored login (asks first)")
     p.add_argument("handle", help="the entry's handle, from 'hermes browser vault list'")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p = sub.add_parser("import", help="copy logins from the 1Password (op) or Bitwarden (bw) command-line tool")
+    p.add_argument("--from", dest="source", required=True, choices=("1password", "bitwarden"),
+                   help="the password manager whose CLI is installed and signed in (bw: unlocked, BW_SESSION set)")
+    p.add_argument("--vault", help="1Password only: import from this vault (default: every vault you can read)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be imported (sites and usernames)")
 
 
 def _secret(prompt: str) -> str:
@@ -51,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from hermes.tools.browser.vault import Vault
 
     if getattr(args, "browser_command", None) != "vault" or not getattr(args, "vault_command", None):
-        print("usage: hermes browser vault add|list|remove (see hermes browser vault --help)", file=sys.stderr)
+        print("usage: hermes browser vault add|list|remove|import (see hermes browser vault --help)", file=sys.stderr)
         return 2
     vault = Vault(Settings.load().paths.home)
     try:
@@ -59,6 +67,8 @@ def run(args: argparse.Namespace) -> int:
             return _add(vault, args)
         if args.vault_command == "remove":
             return _remove(vault, args)
+        if args.vault_command == "import":
+            return _import(vault, args)
         return _list(vault, args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -105,4 +115,26 @@ def _remove(vault: Vault, args: argparse.Namespace) -> int:
         return 1
     vault.remove(args.handle)
     print(f"deleted {entry.handle}: {entry.username} at {entry.site}")
+    return 0
+
+
+def _import(vault: Vault, args: argparse.Namespace) -> int:
+    from hermes.tools.browser.vault_import import harvest_from
+
+    harvest = harvest_from(args.source, args.vault)
+    shown = "would import" if args.dry_run else "imported"
+    if args.dry_run:
+        entries = [(login.site, login.username, bool(login.totp_secret)) for login in harvest.logins]
+        refused: list[str] = []
+    else:
+        added, refused = vault.add_many([(x.site, x.username, x.password, x.totp_secret) for x in harvest.logins])
+        entries = [(e.site, e.username, bool(e.totp_secret)) for e in added]
+    harvest.logins.clear()
+    for site, username, totp in entries:
+        print(f"  {site}  {username}" + ("  [totp]" if totp else ""))
+    for why in [*harvest.skipped, *refused]:
+        print(f"  skipped {why}")
+    print(f"{shown} {len(entries)} login(s) from {args.source}; skipped {len(harvest.skipped) + len(refused)}")
+    if not args.dry_run and entries:
+        print(f"key: {vault.key_store()}")
     return 0

@@ -110,6 +110,8 @@ OPTIONAL_ENV_VARS: dict[str, OptionalEnvVar] = {
            password=False),
         _v("CAMOFOX_URL", "URL of a Camofox anti-detection browser server", "Camofox URL",
            "https://github.com/jo-inc/camofox-browser", _BROWSER, "browser", password=False),
+        _v("CAMOFOX_ACCESS_KEY", "Bearer token of a Camofox server started with CAMOFOX_ACCESS_KEY (optional)",
+           "Camofox access key", "https://github.com/jo-inc/camofox-browser", _BROWSER, "browser"),
     )
 }
 

@@ -238,9 +238,6 @@ BROWSER = Category(
     tools={"browser": ("browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_scroll",
                        "browser_back", "browser_press", "browser_get_images", "browser_vision", "browser_console",
                        "browser_exec")},
-    # the browser tools drive local Chromium, a CDP endpoint, Browser Use (directly or through the
-    # gateway's browser-use relay) and Browserbase; Camofox is routed, not built
-    unbuilt=frozenset({"camofox"}),
 )
 
 VIDEO_GEN = Category(

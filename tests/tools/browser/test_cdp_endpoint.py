@@ -3,6 +3,7 @@ CDP-only tools offered only while that endpoint answers, dialogs waiting for bro
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hermes.tools.browser.cdp import endpoint_answers
-from tools.browser.pages import PageServer
+from tools.browser.pages import PageServer, html
 from tools.browser.support import CHROMIUM, BrowserHarness, call, close, need_browser, ref_named
 
 pytestmark = pytest.mark.browser
@@ -27,7 +28,9 @@ def endpoint() -> Iterator[str]:
     profile = tempfile.mkdtemp(prefix="cdp-profile-")
     process = subprocess.Popen(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-address=127.0.0.1",
-         "--remote-debugging-port=0", f"--user-data-dir={profile}", "--no-first-run", "about:blank"],
+         "--remote-debugging-port=0", f"--user-data-dir={profile}", "--no-first-run",
+         # names that only this browser resolves (to loopback): pages hermes does not take for private ones
+         "--host-resolver-rules=MAP *.hop.test 127.0.0.1", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     port = None
@@ -91,7 +94,11 @@ def test_tools_drive_the_endpoint_browser_and_dialogs_wait(browser: BrowserHarne
         for method, params in (("Target.createTarget", {"url": pages.url("/dialogs")}),
                                ("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": "/tmp"}),
                                ("Page.setDownloadBehavior", {"behavior": "allow"}), ("Fetch.disable", {}),
-                               ("Page.frameNavigated", {"url": "http://169.254.169.254/"})):
+                               ("Page.frameNavigated", {"url": "http://169.254.169.254/"}),
+                               # nor may the cookies, storage or caches of the person's browser be read
+                               ("Network.getAllCookies", {}), ("Network.getCookies", {"urls": [pages.url("/")]}),
+                               ("DOMStorage.getDOMStorageItems", {"storageId": {"isLocalStorage": True}}),
+                               ("CacheStorage.requestCacheNames", {})):
             assert "refused" in call(session, "browser_cdp", method=method, params=params)["error"], method
     finally:
         close(session)
@@ -109,6 +116,36 @@ def test_a_redirect_in_the_endpoint_browser_is_refused(browser: BrowserHarness, 
     finally:
         close(session)
         browser.configure("browser:\n  allow_private_urls: true\n")
+
+
+def test_no_redirect_hop_of_the_endpoint_browser_reaches_a_private_address(tmp_path: Path, pages: PageServer,
+                                                                           endpoint: str) -> None:
+    """A route sees only a chain's first request: each hop is judged at the response stage instead, so the
+    private server is never asked — not by a navigation, not by a page's fetch()."""
+    internal = PageServer({"/admin": html("<title>Admin</title><p>internal-only</p>")}).start()
+    public = f"http://pub.hop.test:{pages.port}"
+    pages.routes["/go-internal"] = (302, {"Location": internal.url("/admin"), "Access-Control-Allow-Origin": "*"}, b"")
+    pages.routes["/fetches-internal"] = html(
+        f"<title>Fetcher</title><p id=out>waiting</p><script>fetch('{public}/go-internal?x=sub')"
+        ".then(r => r.text()).then(t => out.textContent = 'got ' + t).catch(e => out.textContent = 'failed')"
+        "</script>")
+    strict = BrowserHarness(tmp_path, pages)
+    strict.configure(f"browser:\n  cdp_url: {endpoint}\n")
+    session = strict.session()
+    try:
+        refused = call(session, "browser_navigate", url=f"{public}/go-internal")
+        assert f"led to {internal.url('/admin')}" in refused["error"], refused
+        fetched = call(session, "browser_navigate", url=f"{public}/fetches-internal")
+        for _ in range(50):
+            if "waiting" not in json.dumps(fetched):
+                break
+            time.sleep(0.1)
+            fetched = call(session, "browser_snapshot")
+        assert "failed" in fetched["snapshot"], fetched
+        assert internal.hits == [], "a hop reached the private server"
+    finally:
+        close(session)
+        internal.stop()
 
 
 def test_a_private_page_is_refused_in_the_endpoint_browser_by_default(tmp_path: Path, pages: PageServer,

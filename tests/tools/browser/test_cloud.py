@@ -1,7 +1,7 @@
 """Cloud browsers: the browser tools on a Browser Use session created through our own Tool Gateway
 (``browser.cloud_provider: nous``; the gateway's ``browser-use`` relay with its local Chromium pool, over
-real HTTP and WebSockets), Browser Use directly against the v3 fake, and the GW-3 errors of the
-backends this build does not drive."""
+real HTTP and WebSockets), Browser Use directly against the v3 fake, and Browserbase against its fake
+(Camofox has its own module, test_camofox.py)."""
 
 from __future__ import annotations
 
@@ -170,16 +170,3 @@ def test_browserbase_sessions_are_created_driven_and_released(home: Path, monkey
     assert fake.requests == [("POST", "/v1/sessions", {"projectId": "proj-7"}),
                              ("POST", "/v1/sessions/bb-session-1", {"projectId": "proj-7",
                                                                    "status": "REQUEST_RELEASE"})]
-
-
-@pytest.mark.parametrize(("vendor", "env"), [
-    ("camofox", {"CAMOFOX_URL": "http://127.0.0.1:9"}),
-])
-def test_backends_not_driven_yet_leave_the_tools_out_and_say_why(home: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 vendor: str, env: dict[str, str]) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    session = session_in(home, {"browser": {"cloud_provider": vendor}})
-    assert session.definitions() == []
-    ok, why = session.catalog.availability("browser_snapshot")
-    assert not ok and why is not None and "not built yet" in why, why

@@ -162,7 +162,14 @@ def test_a_login_form_is_filled_from_the_vault_and_the_password_stays_out_of_res
         filled = call(session, "browser_vault_fill", handle=entry.handle)
         results.append(json.dumps(filled))
         assert "filled username and password" in filled["result"], filled
+        # a script could read the filled field back in any encoding: none runs on this page any more
+        for expression in ("btoa(document.querySelector('input[type=password]').value)",
+                           "document.querySelector('input[type=password]').value"):
+            read_back = call(session, "browser_console", expression=expression)
+            results.append(json.dumps(read_back))
+            assert "refused" in read_back["error"] and "vault filled a secret" in read_back["error"], read_back
         results.append(json.dumps(call(session, "browser_press", key="Enter")))
+        assert "\n2\n" in call(session, "browser_console", expression="1 + 1")["result"], "scripts run again"
         body = dict(site.posts)["/welcome"]
         assert parse_qs(body) == {"login": ["alice@example.com"], "pw": [PASSWORD]}
         # another origin: listed as nothing, and a fill by handle is refused inside the page

@@ -14,6 +14,7 @@ from typing import Any
 
 from hermes.errors import ToolError
 from hermes.tools.browser.backend import hub
+from hermes.tools.browser.camofox import is_camofox
 from hermes.tools.browser.guard import address_refusal, url_refusal
 from hermes.tools.browser.page import (
     act,
@@ -21,6 +22,7 @@ from hermes.tools.browser.page import (
     first_line,
     locate,
     page_view,
+    refuse_scripts_after_fill,
     settle,
     tab_of,
     take_snapshot,
@@ -216,6 +218,7 @@ async def browser_console(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     tab = await tab_of(kw)
     expression = args.get("expression")
     if expression:
+        refuse_scripts_after_fill(tab, "JavaScript")
         try:
             value = await asyncio.wait_for(tab.page.evaluate(str(expression)), tab.config.command_timeout)
         except TimeoutError:
@@ -231,6 +234,9 @@ async def browser_console(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         tab.console.clear()
         tab.errors.clear()
     listing = "\n".join([f"[{m['type']}] {m['text']}" for m in messages] + [f"[error] {e['message']}" for e in errors])
+    if is_camofox(tab.page):
+        return {"url": tab.page.url, "total_messages": 0, "total_errors": 0,
+                "note": "Camofox does not report console messages; expression= still evaluates JavaScript"}
     return {"url": tab.page.url, "total_messages": len(messages), "total_errors": len(errors),
             "console": mark_untrusted(tab.page.url, listing or "(no console messages)")}
 

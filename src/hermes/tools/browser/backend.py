@@ -31,7 +31,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hermes.config.atomic import atomic_write
 from hermes.errors import ToolError
@@ -92,6 +92,9 @@ class Tab:
     #: the cloud browser session of this tab (stopped when the tab closes), and its own connection
     cloud_session: str | None = None
     cloud_browser: Browser | None = None
+    #: the document a vault fill wrote a secret into: scripts and raw CDP are refused on it (a script could
+    #: read the field back in any encoding) until the page navigates
+    vault_document: int | None = None
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def touch(self) -> None:
@@ -213,7 +216,8 @@ class BrowserHub:
                 return found
             if found is not None:
                 await self._close(found)
-            opener = self._open_remote if config.cdp_url else self._open_cloud if config.cloud else self._open_local
+            opener = (self._open_remote if config.cdp_url else self._open_local if config.cloud is None
+                      else self._open_camofox if config.cloud.vendor == "camofox" else self._open_cloud)
             tab = await opener(task_id, config)
             self.tabs[task_id] = tab
             if self._reaper is None or self._reaper.done():
@@ -241,7 +245,7 @@ class BrowserHub:
         page = await context.new_page()
         page.set_default_timeout(config.command_timeout * 1000)
         tab = Tab(task_id, config, context, page, owns_context=False)
-        await page.route("**/*", lambda route: _screen(tab, route))
+        await _guard_remote(tab, page)
         page.on("popup", lambda new: _adopt(tab, new))
         _watch(tab, page)
         return tab
@@ -263,21 +267,48 @@ class BrowserHub:
                             f"{str(exc).splitlines()[0]}") from None
         page.set_default_timeout(config.command_timeout * 1000)
         tab = Tab(task_id, config, context, page, owns_context=False, cloud_session=ident, cloud_browser=browser)
-        await page.route("**/*", lambda route: _screen(tab, route))
+        await _guard_remote(tab, page)
         page.on("popup", lambda new: _adopt(tab, new))
         _watch(tab, page)
+        return tab
+
+    async def _open_camofox(self, task_id: str, config: BrowserConfig) -> Tab:
+        """A tab of its own user on the Camofox server (:mod:`.camofox`), every landing judged."""
+        from hermes.tools.browser.camofox import CamofoxContext, CamofoxPage
+
+        assert config.cloud is not None
+        page = CamofoxPage(config.cloud, task_id, config.command_timeout)
+        try:
+            await page.open()
+        except ToolError:
+            await page.http.aclose()
+            raise
+        tab = Tab(task_id, config, cast("BrowserContext", CamofoxContext(page)), cast("Page", page),
+                  owns_context=False)
+
+        def moved() -> None:
+            tab.document += 1
+
+        page.on_document = moved
+        page.judge = lambda url: _recheck(tab, tab.page, url)
         return tab
 
     async def fresh_page(self, tab: Tab) -> None:
         """Replace the tab's page by a new blank one (after a refused navigation, whose error page would
         still be loading into the old one)."""
+        from hermes.tools.browser.camofox import is_camofox
+
         old = tab.page
+        if is_camofox(old):  # one tab per task on Camofox: it is sent to about:blank instead
+            with contextlib.suppress(ToolError):
+                await old.goto("about:blank")
+            return
         page = await tab.context.new_page()
         if tab.owns_context:
             tab.page = page  # the context's "page" handler watched it already
         else:
             page.set_default_timeout(tab.config.command_timeout * 1000)
-            await page.route("**/*", lambda route: _screen(tab, route))
+            await _guard_remote(tab, page)
             _watch(tab, page)
             tab.page = page
         tab.document += 1
@@ -400,7 +431,7 @@ def _adopt(tab: Tab, page: Page) -> None:
         return  # another page of the person's own browser
     _watch(tab, page)
     if not tab.owns_context:
-        tab.spawn(page.route("**/*", lambda route: _screen(tab, route)))
+        tab.spawn(_guard_remote(tab, page))
     tab.page = page
     tab.document += 1
 
@@ -441,6 +472,46 @@ def _on_dialog(tab: Tab, dialog: Dialog) -> None:
     tab.closed_dialogs.append({"type": dialog.type, "message": dialog.message[:500],
                                "closed": "accepted" if accept else "dismissed"})
     tab.spawn(dialog.accept() if accept else dialog.dismiss())
+
+
+async def _guard_remote(tab: Tab, page: Page) -> None:
+    """The checks of a page in a browser that is not behind our fence (CDP endpoint, cloud): every request
+    the page makes (:func:`_screen`), and every redirect hop (:func:`_judge_hop`) — a route sees only the
+    first request of a redirect chain, so responses are held at the response stage over a CDP session of
+    our own and a 3xx whose ``Location`` is refused fails before the browser follows it."""
+    await page.route("**/*", lambda route: _screen(tab, route))
+    try:
+        session = await tab.context.new_cdp_session(page)
+        session.on("Fetch.requestPaused", lambda event: tab.spawn(_judge_hop(tab, session, event)))
+        await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})
+    except Exception as exc:  # a browser without the Fetch domain: the landing is still judged after the fact
+        logger.warning("redirect hops of %s are not screened: %s", tab.task_id, str(exc).splitlines()[0][:200])
+
+
+async def _judge_hop(tab: Tab, session: CDPSession, event: dict[str, Any]) -> None:
+    from urllib.parse import urljoin
+
+    request_id = event.get("requestId")
+    status = int(event.get("responseStatusCode") or 0)
+    target = None
+    if 300 <= status < 400:
+        location = next((str(h.get("value", "")) for h in event.get("responseHeaders") or []
+                         if str(h.get("name", "")).lower() == "location"), "")
+        target = urljoin(str(event.get("request", {}).get("url", "")), location) if location else None
+    allow = tab.config.allow_private_urls
+    why = None
+    if target is not None:
+        why = url_refusal(target, allow_private=allow, navigation=False) or await address_refusal(
+            target, allow_private=allow)
+    with contextlib.suppress(Exception):  # the page or the session went away
+        if why is None:
+            await session.send("Fetch.continueRequest", {"requestId": request_id})
+            return
+        assert target is not None
+        tab.blocked.append((target[:300], why))
+        if event.get("resourceType") == "Document":
+            tab.main_refused = (target, why)
+        await session.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
 
 
 async def _screen(tab: Tab, route: Route) -> None:

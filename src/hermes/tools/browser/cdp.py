@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from hermes.errors import ToolArgumentError, ToolError
 from hermes.tools.browser.guard import address_refusal, url_refusal
-from hermes.tools.browser.page import dialog_notice, first_line, settle, tab_of
+from hermes.tools.browser.page import dialog_notice, first_line, refuse_scripts_after_fill, settle, tab_of
 from hermes.tools.registry import registry
 from hermes.tools.untrusted import mark_untrusted
 
@@ -99,12 +99,16 @@ def cdp_available() -> bool:
 
 #: CDP domains and methods a model may not call: they open targets or windows, change where downloads
 #: go, turn off request interception (the network checks) or reach the browser process itself
+#: — or read what the person's browser keeps for every site (cookies, storage, caches, response bodies)
 _REFUSED_DOMAINS = frozenset({"Target", "Browser", "SystemInfo", "Tethering", "Storage", "ServiceWorker",
-                              "BackgroundService", "Extensions", "PWA"})
+                              "BackgroundService", "Extensions", "PWA", "DOMStorage", "IndexedDB", "CacheStorage",
+                              "HeapProfiler", "Memory"})
 _REFUSED_METHODS = frozenset({
     "Page.setDownloadBehavior", "Page.navigateToHistoryEntry", "Page.createIsolatedWorld", "Fetch.disable",
     "Fetch.enable", "Network.setRequestInterception", "Network.setBypassServiceWorker", "Page.setBypassCSP",
     "Security.setIgnoreCertificateErrors", "Network.setCookie", "Network.setCookies", "Input.dispatchDragEvent",
+    "Network.getAllCookies", "Network.getCookies", "Network.getResponseBody", "Network.getRequestPostData",
+    "Network.replayXHR", "Network.loadNetworkResource", "Page.getResourceContent", "Network.searchInResponseBody",
 })
 
 
@@ -113,14 +117,16 @@ async def browser_cdp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     if tab.owns_context:
         raise ToolError("browser_cdp works on a CDP endpoint's browser (browser.cdp_url); this task uses the "
                         "local Chromium")
+    refuse_scripts_after_fill(tab, "a raw CDP call")
     method = str(args["method"])
     if not _METHOD.match(method):
         raise ToolArgumentError(f"'method' must be Domain.method, such as Page.getLayoutMetrics, got {method[:100]!r}")
     params = args.get("params") or {}
     domain = method.split(".", 1)[0]
     if domain in _REFUSED_DOMAINS or method in _REFUSED_METHODS:
-        raise ToolError(f"{method} is refused: it can open pages or write files outside the navigation checks "
-                        "(use browser_navigate to open a page)")
+        raise ToolError(f"{method} is refused: it can open pages, write files or read what the browser keeps "
+                        "for every site (cookies, storage, caches) outside the tools' checks (use browser_navigate "
+                        "to open a page)")
     for key in ("url", "frameUrl", "downloadPath"):
         if isinstance(params, dict) and key in params and method != "Page.navigate":
             raise ToolError(f"{method} with '{key}' is refused: only Page.navigate opens a URL, and it is checked")
@@ -170,7 +176,8 @@ async def browser_dialog(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
 BROWSER_CDP_SCHEMA: dict[str, Any] = {
     "name": "browser_cdp",
     "description": ("Send one raw Chrome DevTools Protocol command to this task's page (e.g. "
-                    "'Runtime.evaluate', 'Network.getCookies') and return its result."),
+                    "'Runtime.evaluate', 'DOM.getDocument') and return its result; methods that read the browser's "
+                    "cookies, storage or caches are refused."),
     "parameters": {
         "type": "object",
         "properties": {

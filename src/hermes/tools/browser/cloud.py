@@ -1,5 +1,5 @@
-"""Cloud browsers for the browser tools: Browser Use (directly or through the Nous Tool Gateway) and
-Browserbase (GW-2).
+"""Cloud browsers for the browser tools: Browser Use (directly or through the Nous Tool Gateway),
+Browserbase and Camofox (GW-2).
 
 The routing function decides at each tab's opening (``browser.cloud_provider``, else the GW-2 order):
 a **gateway** route calls the gateway's ``browser-use`` relay with the portal token, a **byok** route
@@ -14,9 +14,9 @@ BROWSERBASE_API_KEY``): ``POST {base}/sessions {"projectId"}`` → ``{"id", "con
 ``POST {base}/sessions/{id} {"projectId", "status": "REQUEST_RELEASE"}``.
 
 The tab then drives ``cdpUrl`` / ``connectUrl`` with Playwright's ``connect_over_cdp`` (one cloud browser per task) and
-stops the session when the task ends. Camofox (a Firefox with its own REST API, not CDP) is routed but
-not driven by this build:
-choosing them answers that, in GW-3 wording. The secret never leaves :class:`CloudAccess` except in the
+stops the session when the task ends. Camofox (``CAMOFOX_URL``: a Firefox with its own REST API, not CDP)
+is driven over that API by :mod:`.camofox`, with ``CAMOFOX_ACCESS_KEY`` (else ``CAMOFOX_API_KEY``) as its
+bearer token when set. The secret never leaves :class:`CloudAccess` except in the
 request header to the origin the routing function vetted.
 """
 
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 BROWSER_USE_API = "/api/v3"
 SESSION_MINUTES = 15  # the Browser Use default; free accounts may not ask for more
 BROWSERBASE_API = "/v1"
-DRIVEN = frozenset({"browser-use", "browserbase"})
+DRIVEN = frozenset({"browser-use", "browserbase", "camofox"})
+CAMOFOX_KEYS = ("CAMOFOX_ACCESS_KEY", "CAMOFOX_API_KEY")
 NOT_DRIVEN = ("browser is configured to use {vendor} (set via hermes tools), but this hermes drives only a local "
               "Chromium, a CDP endpoint (browser.cdp_url) or Browser Use so far. Run 'hermes tools' to change it.")
 
@@ -67,6 +68,9 @@ def cloud_access(settings: Settings, surface: Surface | None = None) -> CloudAcc
     if access.gateway:
         return CloudAccess("browser-use", access.origin.rstrip("/"), access.via, access.secret)
     base = access.origin.rstrip("/")
+    if vendor == "camofox":
+        key = next((value for name in CAMOFOX_KEYS if (value := (routed.env.get(name) or "").strip())), "")
+        return CloudAccess("camofox", base, access.via, key)
     suffix = BROWSERBASE_API if vendor == "browserbase" else BROWSER_USE_API
     if routed.get_str(f"browser.{vendor}.base_url") is None and not base.endswith(suffix):
         base += suffix

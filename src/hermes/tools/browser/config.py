@@ -26,6 +26,7 @@ DEFAULT_COMMAND_TIMEOUT = 30.0
 DEFAULT_DOWNLOAD_MAX_BYTES = 50 * 2**20
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 DIALOG_POLICIES = ("dismiss", "accept")
+PLAYWRIGHT_MISSING = "the Python package 'playwright' is not installed (pip install 'hermes[browser]')"
 
 
 @dataclass(frozen=True)
@@ -128,18 +129,22 @@ def browser_config(settings: Settings) -> BrowserConfig:
 
 def local_backend_ready(settings: Settings) -> tuple[bool, str]:
     """(whether the browser tools can run here, why not / through what) — offline."""
-    if not playwright_installed():
-        return False, "the Python package 'playwright' is not installed (pip install 'hermes[browser]')"
     data = settings.config.data if isinstance(settings.config.data, Mapping) else {}
     url = cdp_url_of(data, settings.env.as_dict())
-    if url:
-        return True, f"the CDP endpoint {url}"
-    if cloud_candidate(data, settings.env.as_dict()):
+    if not url and cloud_candidate(data, settings.env.as_dict()):
         from hermes.routing.report import load_report
 
         route = load_report(settings.paths.auth, data, settings.env.as_dict()).routes["browser"]
+        if route.vendor == "camofox" and route.kind != "gateway":  # plain HTTP: no Playwright needed
+            return route.ready, route.missing or route.message
+        if (route.vendor != "local" or route.kind == "gateway") and not playwright_installed():
+            return False, PLAYWRIGHT_MISSING
         if route.vendor != "local" or route.kind == "gateway":
             return route.ready, route.missing or route.message
+    if not playwright_installed():
+        return False, PLAYWRIGHT_MISSING
+    if url:
+        return True, f"the CDP endpoint {url}"
     chromium = find_chromium(ConfigReader(data).text("browser.chromium"))
     if chromium is None:
         return False, "no Chromium found (install the 'chromium' package or set browser.chromium)"

@@ -184,6 +184,13 @@ async def locate(tab: Tab, value: object) -> tuple[str, Locator]:
     return ref, locator
 
 
+def refuse_scripts_after_fill(tab: Tab, what: str) -> None:
+    """A ToolError when the vault filled a secret into the current document (see ``Tab.vault_document``)."""
+    if tab.vault_document is not None and tab.vault_document == tab.document:
+        raise ToolError(f"refused: {what} is not run on a page the vault filled a secret into (a script could read "
+                        "it back); it works again once the page navigates (submit the form, or open another page)")
+
+
 # -- actions ---------------------------------------------------------------------------------------------------------
 async def act(tab: Tab, what: str, step: Callable[[], Awaitable[object]]) -> dict[str, Any]:
     """Run ``step`` and answer ``what`` plus what changed on the page."""

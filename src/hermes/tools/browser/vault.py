@@ -154,6 +154,29 @@ class Vault:
 
     def add(self, site: str, username: str, password: str, totp_secret: str | None = None) -> VaultEntry:
         """Store a login (replacing the entry of the same site and username); the new entry."""
+        entry = self._checked(site, username, password, totp_secret)
+        kept = [e for e in self.entries() if not (e.site == entry.site and e.username == username)]
+        self._write([*kept, entry])
+        return entry
+
+    def add_many(self, logins: list[tuple[str, str, str, str | None]]) -> tuple[list[VaultEntry], list[str]]:
+        """Store many (site, username, password, totp) logins in one write, each replacing the entry of the
+        same site and username: the new entries, and why each refused one was refused."""
+        added: list[VaultEntry] = []
+        refused: list[str] = []
+        for site, username, password, totp in logins:
+            try:
+                added.append(self._checked(site, username, password, totp))
+            except ConfigError as exc:
+                refused.append(f"{username} at {site[:100]}: {exc}")
+        fresh = {(e.site, e.username) for e in added}
+        kept = [e for e in self.entries() if (e.site, e.username) not in fresh]
+        last = {(e.site, e.username): e for e in added}  # a login twice in the source: the last one wins
+        if added:
+            self._write([*kept, *last.values()])
+        return list(last.values()), refused
+
+    def _checked(self, site: str, username: str, password: str, totp_secret: str | None) -> VaultEntry:
         if not username or not password:
             raise ConfigError("a vault entry needs a username and a password")
         if len(username) > MAX_FIELD or len(password) > MAX_FIELD:
@@ -164,12 +187,8 @@ class Vault:
                 base64.b32decode(totp_secret + "=" * (-len(totp_secret) % 8))
             except ValueError:
                 raise ConfigError("the TOTP secret is not base32 (the text under a QR code)") from None
-        origin = site_of(site)
-        kept = [e for e in self.entries() if not (e.site == origin and e.username == username)]
-        entry = VaultEntry(f"v-{secrets.token_hex(5)}", origin, username, password, totp_secret or None,
-                           time.time())
-        self._write([*kept, entry])
-        return entry
+        return VaultEntry(f"v-{secrets.token_hex(5)}", site_of(site), username, password, totp_secret or None,
+                          time.time())
 
     def remove(self, handle: str) -> VaultEntry | None:
         entries = self.entries()

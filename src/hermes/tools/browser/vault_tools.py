@@ -59,6 +59,10 @@ def _entry(kw: dict[str, Any], handle: str) -> VaultEntry:
 
 async def _in_frames(tab: Any, script: str, args: dict[str, Any]) -> dict[str, Any]:
     """Run ``script`` in each frame of the page (the main one first) until one does it; the last answer."""
+    from hermes.tools.browser.camofox import VAULT_REFUSED, is_camofox
+
+    if is_camofox(tab.page):
+        raise ToolError(f"refused: {VAULT_REFUSED}")
     answer: dict[str, Any] = {"error": "fields", "why": "no frame of this page answered"}
     for frame in tab.page.frames:
         try:
@@ -99,6 +103,7 @@ async def browser_vault_fill(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
                                                 "password": entry.password})
     if "error" in answer:
         raise _refusal(entry, answer, "password")
+    tab.vault_document = tab.document
     return {"result": f"filled {' and '.join(answer['filled'])} of {entry.username} for {entry.site}",
             "submitted": False, "next": "click the form's sign-in button (browser_click) to submit it"}
 
@@ -113,6 +118,7 @@ async def browser_vault_totp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     answer = await _in_frames(tab, FILL_CODE, {"origin": entry.site, "code": pyotp.TOTP(entry.totp_secret).now()})
     if "error" in answer:
         raise _refusal(entry, answer, "code")
+    tab.vault_document = tab.document
     return {"result": f"filled the one-time code of {entry.username} for {entry.site}"}
 
 
