@@ -147,8 +147,9 @@ class Dispatcher:
             logger.warning("task %s: workspace failed: %s", task.id, exc)
             self._fail(task.id, run.id, "failed", f"workspace: {exc}", report)
             return
-        env = {**os.environ, "HERMES_KANBAN_TASK": task.id, "HERMES_KANBAN_RUN": str(run.id),
-               "HERMES_KANBAN_DB": str(self.board.path), "HERMES_PROFILE": task.assignee or "worker"}
+        env = {k: v for k, v in os.environ.items() if k != "HERMES_KANBAN_DB"}
+        env.update(HERMES_KANBAN_TASK=task.id, HERMES_KANBAN_RUN=str(run.id), HERMES_PROFILE=task.assignee or "worker",
+                   **self.board.worker_env())
         log = open_private_log(self.board.files / "logs" / f"{task.id}.log", "ab")  # the worker's output: 0600
         log.write(f"--- run {run.id} (attempt {run.attempt}) by {self.name}\n".encode())
         log.flush()

@@ -199,14 +199,11 @@ def run(args: argparse.Namespace) -> int:
 
     from hermes.cli.common import load_settings
     from hermes.errors import HermesError
-    from hermes.store.kanban.board import Board
     from hermes.store.kanban.config import KanbanConfig
 
     settings = load_settings(args)
     cfg = KanbanConfig.from_config(settings.config.data)
-    db = os.environ.get("HERMES_KANBAN_DB")
-    board = Board(Path(db), attachment_max_bytes=cfg.attachment_max_bytes) if db else \
-        Board.open_default(attachment_max_bytes=cfg.attachment_max_bytes)
+    board = cfg.open_board()
     action = args.kanban_command
     with board:
         if action == "dispatch":
