@@ -66,6 +66,8 @@ class Board(SQLiteStore):
     def __init__(self, path: Path, *, files: Path | None = None,
                  attachment_max_bytes: int = ATTACHMENT_MAX_BYTES) -> None:
         self.path = path
+        #: the board's name in messages (PostgreSQL: its URL with the password masked)
+        self.label = str(path)
         #: where attachments and scratch workspaces live
         self.files = files if files is not None else path.parent / "kanban"
         self.attachment_max_bytes = attachment_max_bytes
@@ -169,6 +171,17 @@ class Board(SQLiteStore):
                                 (task_id, limit))
             return [event_of(r) for r in reversed(rows.fetchall())]
 
+    def events_since(self, after_id: int, *, limit: int = 500) -> list[Event]:
+        """Every task's events with an id above ``after_id``, oldest first (the messaging gateway's notices)."""
+        with self._reading("read events") as conn:
+            rows = conn.execute("SELECT * FROM task_events WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
+            return [event_of(r) for r in rows]
+
+    def last_event_id(self) -> int:
+        """The newest event's id (0 on an empty board)."""
+        with self._reading("read events") as conn:
+            return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM task_events").fetchone()[0])
+
     def runs(self, task_id: str | None = None) -> list[Run]:
         """The runs of ``task_id`` (all runs when None), oldest first."""
         with self._reading("read runs") as conn:
@@ -259,7 +272,7 @@ class Board(SQLiteStore):
     def create(self, title: str, *, created_by: str, actor: str = "person", assignee: str | None = None,
                body: str = "", priority: int = 0, parents: Sequence[str] = (), triage: bool = False,
                idempotency_key: str | None = None, workspace_kind: str = "scratch",
-               workspace_path: str | None = None) -> tuple[Task, bool]:
+               workspace_path: str | None = None, origin: str | None = None) -> tuple[Task, bool]:
         """A new task (``ready``, ``todo`` while a parent is open, ``triage`` when asked); ``(task, created)``.
 
         With an ``idempotency_key`` already used, the existing task is returned and ``created`` is False.
@@ -286,9 +299,10 @@ class Board(SQLiteStore):
             now = _now()
             conn.execute(
                 "INSERT INTO tasks (id, title, body, assignee, status, priority, created_by, created_at, updated_at,"
-                " idempotency_key, workspace_kind, workspace_path) VALUES (?, ?, ?, ?, 'todo', ?, ?, ?, ?, ?, ?, ?)",
+                " idempotency_key, workspace_kind, workspace_path, origin)"
+                " VALUES (?, ?, ?, ?, 'todo', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (task_id, title, body, assignee, priority, created_by, now, now, idempotency_key, workspace_kind,
-                 workspace_path))
+                 workspace_path, origin))
             for parent in dict.fromkeys(parents):
                 conn.execute("INSERT INTO task_links (parent_id, child_id) VALUES (?, ?)", (parent, task_id))
             self._event(conn, task_id, "created", actor, created_by, target="todo", title=title,

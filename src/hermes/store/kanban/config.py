@@ -21,6 +21,19 @@ DB_ENV = "HERMES_KANBAN_DB"
 URL_ENV = "HERMES_KANBAN_DATABASE_URL"
 
 
+#: what a chat hears about the tasks it asked for, by default: finished, waiting for review, stuck
+NOTIFY_DEFAULT = ("done", "review", "blocked")
+
+
+def _statuses(values: tuple[str, ...], where: str) -> tuple[str, ...]:
+    from hermes.store.kanban.states import STATUSES
+
+    wrong = [v for v in values if v not in STATUSES]
+    if wrong:
+        raise ConfigError(f"{where} in config.yaml: {', '.join(wrong)} is not a status (one of {', '.join(STATUSES)})")
+    return values
+
+
 def _database_url(value: str | None, where: str) -> str | None:
     if not value:
         return None
@@ -51,6 +64,12 @@ class KanbanConfig:
     max_backoff_s: float = 3600.0
     #: times a worker that ends its turn with its run still open is told to finish it
     nudges: int = 2
+    #: ``hermes gateway run`` also dispatches ready tasks (one more dispatcher, inside the gateway process)
+    gateway_dispatch: bool = False
+    #: the statuses a task's creating chat is told about by the messaging gateway (empty: no notices)
+    notify: tuple[str, ...] = NOTIFY_DEFAULT
+    #: most seconds between the gateway's kanban passes (a task becoming ready or a worker ending wakes it)
+    gateway_interval_s: float = 5.0
     #: a PostgreSQL board shared by several machines (None: the SQLite file HERMES_HOME/kanban.db)
     database_url: str | None = field(default=None, repr=False)
 
@@ -70,6 +89,9 @@ class KanbanConfig:
             retry_backoff_s=read.number("retry_backoff_seconds", 30.0, minimum=0.0),
             max_backoff_s=read.number("max_backoff_seconds", 3600.0, minimum=0.0),
             nudges=read.integer("nudges", 2, minimum=0, maximum=10),
+            gateway_dispatch=read.flag("gateway_dispatch", False),
+            notify=_statuses(read.strings("notify", NOTIFY_DEFAULT), read.name("notify")),
+            gateway_interval_s=read.number("gateway_interval_seconds", 5.0, minimum=0.1),
             database_url=_database_url(read.text("database_url"), "kanban.database_url in config.yaml"),
         )
 

@@ -142,7 +142,7 @@ _TABLES = (
     " FOR EACH ROW EXECUTE FUNCTION task_events_append_only()",
 )
 #: each migration is a tuple of statements; the board's version is how many ran
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_TABLES,)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_TABLES, ("ALTER TABLE tasks ADD COLUMN origin TEXT",))
 
 
 class _Connection:
