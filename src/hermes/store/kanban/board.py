@@ -238,9 +238,9 @@ class Board(SQLiteStore):
             fields.setdefault("block_kind", None)
             fields.setdefault("block_reason", None)
         sets = ", ".join(f"{k} = ?" for k in ("status", "updated_at", *fields))
-        cur = conn.execute(f"UPDATE tasks SET {sets} WHERE id = ? AND status = ?",
-                           (target, _now(), *fields.values(), task.id, task.status))
-        if cur.rowcount != 1:  # pragma: no cover - the write transaction holds the lock
+        changed = conn.execute(f"UPDATE tasks SET {sets} WHERE id = ? AND status = ? RETURNING *",
+                               (target, _now(), *fields.values(), task.id, task.status)).fetchone()
+        if changed is None:  # pragma: no cover - the write transaction holds the lock
             raise KanbanError(f"task {task.id} changed while it was being moved")
         if target == "ready":
             self._wake(conn)
@@ -249,7 +249,7 @@ class Board(SQLiteStore):
                     run_id=run_id, **extra)
         if target in FINISHED:
             self._promote_children(conn, task.id)
-        return self._task(conn, task.id)
+        return task_of(changed)
 
     def _promote_children(self, conn: sqlite3.Connection, task_id: str) -> None:
         rows = conn.execute("SELECT t.* FROM task_links l JOIN tasks t ON t.id = l.child_id"
@@ -444,14 +444,12 @@ class Board(SQLiteStore):
                 self._set_status(conn, task, "todo", "board", "board")
                 return None
             now = _now()
-            attempt = conn.execute("SELECT COUNT(*) FROM task_runs WHERE task_id = ?", (task.id,)).fetchone()[0] + 1
-            run_id = conn.execute(
+            run = run_of(conn.execute(  # attempt: one more than the task's runs so far
                 "INSERT INTO task_runs (task_id, attempt, profile, claimed_by, started_at, heartbeat_at)"
-                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id", (task.id, attempt, task.assignee, claimer, now, now)
-            ).fetchone()[0]
-            task = self._set_status(conn, task, "running", "dispatcher", claimer, run_id=run_id,
-                                    current_run_id=run_id, claimed_by=claimer, last_heartbeat_at=now)
-            run = run_of(conn.execute("SELECT * FROM task_runs WHERE id = ?", (run_id,)).fetchone())
+                " SELECT ?, COUNT(*) + 1, ?, ?, ?, ? FROM task_runs WHERE task_id = ? RETURNING *",
+                (task.id, task.assignee, claimer, now, now, task.id)).fetchone())
+            task = self._set_status(conn, task, "running", "dispatcher", claimer, run_id=run.id,
+                                    current_run_id=run.id, claimed_by=claimer, last_heartbeat_at=now)
             return task, run
 
     def set_run_pid(self, run_id: int, pid: int) -> None:
