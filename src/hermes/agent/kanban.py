@@ -57,6 +57,17 @@ def worker_prompt(task: Task) -> str:
             "you cannot go on, call kanban_block saying what is needed. During long work call kanban_heartbeat.")
 
 
+def wait_for_wake(board: Board, mark: int, interval_s: float, *, should_stop: Callable[[], bool],
+              step_s: float = 0.05, also: Callable[[], bool] = lambda: False) -> None:
+    """Return once the board's wake mark differs from ``mark`` (a task became ready), ``also()`` is true,
+    ``should_stop()`` is true, or ``interval_s`` has passed."""
+    deadline = time.monotonic() + interval_s
+    while time.monotonic() < deadline and not should_stop():
+        if board.wake_mark() != mark or also():
+            return
+        time.sleep(step_s)
+
+
 @dataclass
 class _Worker:
     task: Task
@@ -125,11 +136,11 @@ class Dispatcher:
         while not should_stop():
             mark = self.board.wake_mark()
             self.tick()
-            deadline = time.monotonic() + interval_s
-            while time.monotonic() < deadline and not should_stop():
-                if self.board.wake_mark() != mark or any(w.process.poll() is not None for w in self.workers.values()):
-                    break
-                time.sleep(step_s)
+            wait_for_wake(self.board, mark, interval_s, should_stop=should_stop, step_s=step_s, also=self.worker_ended)
+
+    def worker_ended(self) -> bool:
+        """Whether one of this dispatcher's workers has exited (the next pass should reap it)."""
+        return any(w.process.poll() is not None for w in self.workers.values())
 
     def stop_all(self) -> None:
         """Kill every worker still running (the dispatcher is stopping); their tasks are reclaimed later."""
@@ -147,8 +158,9 @@ class Dispatcher:
             logger.warning("task %s: workspace failed: %s", task.id, exc)
             self._fail(task.id, run.id, "failed", f"workspace: {exc}", report)
             return
-        env = {**os.environ, "HERMES_KANBAN_TASK": task.id, "HERMES_KANBAN_RUN": str(run.id),
-               "HERMES_KANBAN_DB": str(self.board.path), "HERMES_PROFILE": task.assignee or "worker"}
+        env = {k: v for k, v in os.environ.items() if k != "HERMES_KANBAN_DB"}
+        env.update(HERMES_KANBAN_TASK=task.id, HERMES_KANBAN_RUN=str(run.id), HERMES_PROFILE=task.assignee or "worker",
+                   **self.board.worker_env())
         log = open_private_log(self.board.files / "logs" / f"{task.id}.log", "ab")  # the worker's output: 0600
         log.write(f"--- run {run.id} (attempt {run.attempt}) by {self.name}\n".encode())
         log.flush()

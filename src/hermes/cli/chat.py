@@ -35,15 +35,13 @@ def _kanban_worker(settings: Settings, request: SessionRequest, sink: EventSink,
     """A dispatcher-started worker: its turn, nudges while its run stays open, heartbeats from its activity
     (surfaces/kanban_worker.py)."""
     from hermes.agent.session import open_agent
-    from hermes.store.kanban.board import Board
     from hermes.store.kanban.config import KanbanConfig
     from hermes.surfaces.kanban_worker import HeartbeatSink, run_kanban_worker
 
     cfg = KanbanConfig.from_config(settings.config.data)
-    db = os.environ.get("HERMES_KANBAN_DB")
     run_id = os.environ.get("HERMES_KANBAN_RUN", "")
     task_id = os.environ["HERMES_KANBAN_TASK"]
-    with Board(Path(db)) if db else Board.open_default() as board:
+    with cfg.open_board() as board:
         beating = HeartbeatSink(sink, board, task_id, author=os.environ.get("HERMES_PROFILE") or "worker",
                                 every_s=cfg.heartbeat_every_s)
         agent = open_agent(settings, request, beating)

@@ -68,10 +68,17 @@ def _run(settings: Settings, chosen: list[str] | None) -> int:
     print(f"hermes gateway: running {names} (Ctrl-C stops)", file=sys.stderr, flush=True)
 
     async def main() -> None:
+        from hermes.surfaces.kanban_gateway import gateway_sender, start_for_gateway
+
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, gateway.stop)
-        await gateway.run()
+        kanban = start_for_gateway(settings, gateway_sender(gateway.adapters, loop))  # docs/tools/kanban.md
+        try:
+            await gateway.run()
+        finally:
+            if kanban is not None:
+                await asyncio.to_thread(kanban.stop)
 
     asyncio.run(main())
     print("hermes gateway: stopped; sessions are kept", file=sys.stderr)

@@ -38,6 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp.add_argument("--workspace", choices=("scratch", "dir", "worktree"), default="scratch",
                     help="where the worker runs: a scratch folder (default), a folder, or a git worktree")
     sp.add_argument("--workspace-path", help="the folder (dir) or the git repository (worktree), absolute")
+    sp.add_argument("--notify", metavar="PLATFORM:CHAT[:THREAD]",
+                    help="tell this chat about the task's moves (done, review, blocked) while hermes gateway runs")
     sp.add_argument("--json", action="store_true", help="print JSON")
     sp = sub.add_parser("move", help="move a task to another status (as allowed for a person)")
     sp.add_argument("task")
@@ -85,6 +87,16 @@ def _when(stamp: float | None) -> str:
     import time
 
     return "-" if stamp is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
+
+
+def _chat_origin(notify: str | None) -> str | None:
+    """``--notify telegram:123[:thread]`` as a task origin (``chat:telegram:123:thread``)."""
+    if not notify:
+        return None
+    platform, _, rest = notify.partition(":")
+    if not platform or not rest:
+        raise SystemExit("hermes: error: --notify wants PLATFORM:CHAT or PLATFORM:CHAT:THREAD (e.g. telegram:12345)")
+    return f"chat:{platform}:{rest}" if rest.count(":") else f"chat:{platform}:{rest}:"
 
 
 def _board(board: Board, args: argparse.Namespace) -> int:
@@ -199,14 +211,11 @@ def run(args: argparse.Namespace) -> int:
 
     from hermes.cli.common import load_settings
     from hermes.errors import HermesError
-    from hermes.store.kanban.board import Board
     from hermes.store.kanban.config import KanbanConfig
 
     settings = load_settings(args)
     cfg = KanbanConfig.from_config(settings.config.data)
-    db = os.environ.get("HERMES_KANBAN_DB")
-    board = Board(Path(db), attachment_max_bytes=cfg.attachment_max_bytes) if db else \
-        Board.open_default(attachment_max_bytes=cfg.attachment_max_bytes)
+    board = cfg.open_board()
     action = args.kanban_command
     with board:
         if action == "dispatch":
@@ -219,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
             task, created = board.create(
                 args.title, created_by=who, assignee=args.assignee, body=args.body, priority=args.priority,
                 parents=args.parents, triage=args.triage, idempotency_key=args.idempotency_key,
-                workspace_kind=args.workspace, workspace_path=args.workspace_path)
+                workspace_kind=args.workspace, workspace_path=args.workspace_path, origin=_chat_origin(args.notify))
             if args.json:
                 _print_json({"task": task.to_dict(), "created": created})
             else:

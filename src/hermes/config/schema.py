@@ -284,6 +284,12 @@ SCHEMA = Schema(
             ("retry_backoff_seconds", "number", {"default": 30.0, "minimum": 0}),
             ("max_backoff_seconds", "number", {"default": 3600.0, "minimum": 0}),
             ("nudges", "integer", {"default": 2, "minimum": 0, "maximum": 10}),
+            # a PostgreSQL board shared by several machines (docs/tools/kanban.md#postgresql)
+            ("database_url", "text"),
+            # the board inside hermes gateway run (docs/tools/kanban.md#inside-the-messaging-gateway)
+            ("gateway_dispatch", "flag", {"default": False}),
+            ("notify", "list"),
+            ("gateway_interval_seconds", "number", {"default": 5.0, "minimum": 0.1}),
         ),
         # one table per MCP server (docs/tools/mcp.md): their keys are checked when the server is read
         _section("mcp_servers", open_tables=(ANY_TABLE,)),

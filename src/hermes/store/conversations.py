@@ -33,6 +33,13 @@ class ConversationStore(SQLiteStore):
                 (key, session_id, time.time()),
             )
 
+    def key_for(self, session_id: str) -> str | None:
+        """The conversation that continues ``session_id`` now, or None."""
+        with self._reading("read a conversation") as conn:
+            row = conn.execute("SELECT key FROM conversations WHERE session_id = ? ORDER BY updated_at DESC LIMIT 1",
+                               (session_id,)).fetchone()
+        return None if row is None else str(row["key"])
+
     def unbind(self, key: str) -> bool:
         """Forget which session ``key`` continues (its next message starts a new one); the session is kept."""
         with self._writing("reset a conversation") as conn:

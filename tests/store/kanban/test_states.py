@@ -78,7 +78,7 @@ def _force(board: Board, task_id: str, status: str) -> None:
     conn.close()
 
 
-def _apply(board: Board, task_id: str, target: str, actor: str) -> str:
+def apply_move(board: Board, task_id: str, target: str, actor: str) -> str:
     """Do the operation that moves a task to ``target`` as ``actor``, the way each caller does it."""
     if target == "running":
         got = board.claim("d1", task_id=task_id) if actor == "dispatcher" else None
@@ -99,7 +99,7 @@ def test_allowed_row_moves_the_task_and_logs_it(tmp_path: Path, source: str, tar
     board = _board(tmp_path)
     task, _ = board.create("t", created_by="me", assignee="dev")
     _force(board, task.id, source)
-    assert _apply(board, task.id, target, actor) == target
+    assert apply_move(board, task.id, target, actor) == target
     last = board.events(task.id)[-1]
     assert (last.source, last.target, last.actor) == (source, target, actor)
 

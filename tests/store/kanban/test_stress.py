@@ -1,7 +1,7 @@
 """A randomized multi-process stress test of the board: three processes create, link, claim, complete,
-block and unblock at random on one file, and after every step check the board's invariants on a
-consistent snapshot. Refusals (a cycle, a task another process moved first) are expected; anything else,
-or a broken invariant, fails the test."""
+block and unblock at random on one board — a SQLite file, and a PostgreSQL database — and after every
+step check the board's invariants on a consistent snapshot. Refusals (a cycle, a task another process
+moved first) are expected; anything else, or a broken invariant, fails the test."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 import hermes
 from hermes.store.kanban.board import Board
@@ -21,20 +24,35 @@ WORKER = textwrap.dedent('''
     from hermes.store.kanban.board import Board
     from hermes.store.kanban.states import KanbanError, STATUSES
 
-    path, seed, steps = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    where_, seed, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(seed)
-    board = Board(path)
-    snap = sqlite3.connect(path, timeout=30, isolation_level=None)
+    QUERIES = ("SELECT id, status, current_run_id FROM tasks", "SELECT parent_id, child_id FROM task_links",
+               "SELECT id, task_id, attempt, ended_at FROM task_runs ORDER BY id")
+    if where_.startswith("postgresql://"):
+        import psycopg
+        from hermes.store.kanban.pg import PgBoard
+        board = PgBoard(where_, files=Path(sys.argv[4]))
+        snap = psycopg.connect(where_)
+
+        def snapshot():
+            with snap.transaction():
+                snap.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return [[tuple(r) for r in snap.execute(q).fetchall()] for q in QUERIES]
+    else:
+        board = Board(Path(where_))
+        snap = sqlite3.connect(where_, timeout=30, isolation_level=None)
+
+        def snapshot():
+            snap.execute("BEGIN")
+            try:
+                return [snap.execute(q).fetchall() for q in QUERIES]
+            finally:
+                snap.execute("COMMIT")
     me = f"p{seed}"
 
     def check(step, op):
-        snap.execute("BEGIN")
-        try:
-            tasks = {r[0]: r for r in snap.execute("SELECT id, status, current_run_id FROM tasks")}
-            links = snap.execute("SELECT parent_id, child_id FROM task_links").fetchall()
-            runs = snap.execute("SELECT id, task_id, attempt, ended_at FROM task_runs ORDER BY id").fetchall()
-        finally:
-            snap.execute("COMMIT")
+        task_rows, links, runs = snapshot()
+        tasks = {r[0]: r for r in task_rows}
         where = f"step {step} ({op})"
         assert all(t[1] in STATUSES for t in tasks.values()), where
         open_runs = {}
@@ -96,18 +114,34 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-def test_random_operations_from_three_processes_keep_the_invariants(tmp_path: Path) -> None:
-    path = tmp_path / "kanban.db"
-    Board(path).close()
+def _stress(where: str, tmp_path: Path) -> None:
     script = tmp_path / "stress.py"
     script.write_text(WORKER)
     env = {"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(path), str(seed), "150"], env=env,
+    procs = [subprocess.Popen([sys.executable, str(script), where, str(seed), "150", str(tmp_path)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in (1, 2, 3)]
     results = [p.communicate(timeout=300) for p in procs]
     for proc, (out, err) in zip(procs, results, strict=True):
         assert proc.returncode == 0, err[-3000:]
         assert out.strip() == "ok 150"
+
+
+def test_random_operations_from_three_processes_keep_the_invariants(tmp_path: Path) -> None:
+    path = tmp_path / "kanban.db"
+    Board(path).close()
+    _stress(str(path), tmp_path)
     with Board(path) as board:
         assert len(board.tasks(include_archived=True, limit=10_000)) > 50
         assert board.runs()  # claims happened
+
+
+@pytest.mark.timeout(300)
+def test_the_same_on_postgresql(postgres_server: Any, tmp_path: Path) -> None:
+    from hermes.store.kanban.pg import PgBoard
+
+    url = postgres_server.database()
+    PgBoard(url, files=tmp_path).close()
+    _stress(url, tmp_path)
+    with PgBoard(url, files=tmp_path) as board:
+        assert len(board.tasks(include_archived=True, limit=10_000)) > 50
+        assert board.runs()

@@ -9,12 +9,13 @@ operation changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,18 +66,31 @@ class Board(SQLiteStore):
     def __init__(self, path: Path, *, files: Path | None = None,
                  attachment_max_bytes: int = ATTACHMENT_MAX_BYTES) -> None:
         self.path = path
+        #: the board's name in messages (PostgreSQL: its URL with the password masked)
+        self.label = str(path)
         #: where attachments and scratch workspaces live
         self.files = files if files is not None else path.parent / "kanban"
         self.attachment_max_bytes = attachment_max_bytes
         self._conn = open_sqlite(path, KANBAN_MIGRATIONS, busy_timeout_ms=BUSY_TIMEOUT_MS * 6, name="kanban board")
         self._lock = threading.RLock()
 
+    @contextlib.contextmanager
+    def _writing(self, action: str, *, serial: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction. ``serial=False`` marks the writes that may run beside others on a board
+        with many writers (claims, heartbeats): SQLite has one writer at a time anyway."""
+        with super()._writing(action) as conn:
+            yield conn
+
     @property
     def wake_path(self) -> Path:
         """A file whose modification time changes whenever a task becomes ready (dispatchers watch it)."""
         return self.path.with_name(self.path.name + ".wake")
 
-    def wake(self) -> None:
+    def worker_env(self) -> dict[str, str]:
+        """The variables a worker process needs to open this same board (``HERMES_KANBAN_DB``)."""
+        return {"HERMES_KANBAN_DB": str(self.path)}
+
+    def _wake(self, conn: Any) -> None:
         """Tell waiting dispatchers that a task became ready (called inside the write that made it so; a
         dispatcher that wakes at once waits for that transaction's lock before claiming)."""
         try:
@@ -101,8 +115,20 @@ class Board(SQLiteStore):
 
     # ---- reading -------------------------------------------------------------------------------
 
+    # dialect hooks: SQLite's one writer at a time needs no row locks (PostgreSQL: hermes.store.kanban.pg)
+    def _lock_clause(self) -> str:
+        """Appended to a write's ``SELECT`` of the task it changes: a row lock where writers run at once."""
+        return ""
+
+    def _claim_clause(self) -> str:
+        """Appended to the claim's ``SELECT``: skip rows another claimer holds."""
+        return ""
+
+    def _limits_lock(self, conn: Any) -> None:
+        """Make claims that count running tasks (the concurrency limits) one at a time."""
+
     def _task(self, conn: sqlite3.Connection, task_id: str) -> Task:
-        row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        row = conn.execute("SELECT * FROM tasks WHERE id = ?" + self._lock_clause(), (task_id,)).fetchone()
         if row is None:
             raise TaskNotFound(f"unknown task id {task_id!r}")
         return task_of(row)
@@ -144,6 +170,17 @@ class Board(SQLiteStore):
             rows = conn.execute("SELECT * FROM task_events WHERE task_id = ? ORDER BY id DESC LIMIT ?",
                                 (task_id, limit))
             return [event_of(r) for r in reversed(rows.fetchall())]
+
+    def events_since(self, after_id: int, *, limit: int = 500) -> list[Event]:
+        """Every task's events with an id above ``after_id``, oldest first (the messaging gateway's notices)."""
+        with self._reading("read events") as conn:
+            rows = conn.execute("SELECT * FROM task_events WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit))
+            return [event_of(r) for r in rows]
+
+    def last_event_id(self) -> int:
+        """The newest event's id (0 on an empty board)."""
+        with self._reading("read events") as conn:
+            return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM task_events").fetchone()[0])
 
     def runs(self, task_id: str | None = None) -> list[Run]:
         """The runs of ``task_id`` (all runs when None), oldest first."""
@@ -201,18 +238,18 @@ class Board(SQLiteStore):
             fields.setdefault("block_kind", None)
             fields.setdefault("block_reason", None)
         sets = ", ".join(f"{k} = ?" for k in ("status", "updated_at", *fields))
-        cur = conn.execute(f"UPDATE tasks SET {sets} WHERE id = ? AND status = ?",
-                           (target, _now(), *fields.values(), task.id, task.status))
-        if cur.rowcount != 1:  # pragma: no cover - the write transaction holds the lock
+        changed = conn.execute(f"UPDATE tasks SET {sets} WHERE id = ? AND status = ? RETURNING *",
+                               (target, _now(), *fields.values(), task.id, task.status)).fetchone()
+        if changed is None:  # pragma: no cover - the write transaction holds the lock
             raise KanbanError(f"task {task.id} changed while it was being moved")
         if target == "ready":
-            self.wake()
+            self._wake(conn)
         extra = {k: v for k, v in fields.items() if k in ("block_kind", "block_reason") and v is not None}
         self._event(conn, task.id, row.action, actor, author, source=task.status, target=target,
                     run_id=run_id, **extra)
         if target in FINISHED:
             self._promote_children(conn, task.id)
-        return self._task(conn, task.id)
+        return task_of(changed)
 
     def _promote_children(self, conn: sqlite3.Connection, task_id: str) -> None:
         rows = conn.execute("SELECT t.* FROM task_links l JOIN tasks t ON t.id = l.child_id"
@@ -235,7 +272,7 @@ class Board(SQLiteStore):
     def create(self, title: str, *, created_by: str, actor: str = "person", assignee: str | None = None,
                body: str = "", priority: int = 0, parents: Sequence[str] = (), triage: bool = False,
                idempotency_key: str | None = None, workspace_kind: str = "scratch",
-               workspace_path: str | None = None) -> tuple[Task, bool]:
+               workspace_path: str | None = None, origin: str | None = None) -> tuple[Task, bool]:
         """A new task (``ready``, ``todo`` while a parent is open, ``triage`` when asked); ``(task, created)``.
 
         With an ``idempotency_key`` already used, the existing task is returned and ``created`` is False.
@@ -262,9 +299,10 @@ class Board(SQLiteStore):
             now = _now()
             conn.execute(
                 "INSERT INTO tasks (id, title, body, assignee, status, priority, created_by, created_at, updated_at,"
-                " idempotency_key, workspace_kind, workspace_path) VALUES (?, ?, ?, ?, 'todo', ?, ?, ?, ?, ?, ?, ?)",
+                " idempotency_key, workspace_kind, workspace_path, origin)"
+                " VALUES (?, ?, ?, ?, 'todo', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (task_id, title, body, assignee, priority, created_by, now, now, idempotency_key, workspace_kind,
-                 workspace_path))
+                 workspace_path, origin))
             for parent in dict.fromkeys(parents):
                 conn.execute("INSERT INTO task_links (parent_id, child_id) VALUES (?, ?)", (parent, task_id))
             self._event(conn, task_id, "created", actor, created_by, target="todo", title=title,
@@ -285,12 +323,13 @@ class Board(SQLiteStore):
             self._task(conn, parent_id)
             child = self._task(conn, child_id)
             loop = conn.execute(
-                "WITH RECURSIVE below(id) AS (SELECT ? UNION SELECT l.child_id FROM task_links l JOIN below b"
-                " ON l.parent_id = b.id) SELECT 1 FROM below WHERE id = ?", (child_id, parent_id)).fetchone()
+                "WITH RECURSIVE below(id) AS (SELECT CAST(? AS TEXT) UNION SELECT l.child_id FROM task_links l"
+                " JOIN below b ON l.parent_id = b.id) SELECT 1 FROM below WHERE id = ?",
+                (child_id, parent_id)).fetchone()
             if loop is not None:
                 raise KanbanError(f"linking {parent_id} → {child_id} would make a cycle ({child_id} is already"
                                   f" above {parent_id})")
-            cur = conn.execute("INSERT OR IGNORE INTO task_links (parent_id, child_id) VALUES (?, ?)",
+            cur = conn.execute("INSERT INTO task_links (parent_id, child_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                                (parent_id, child_id))
             if cur.rowcount == 0:
                 return
@@ -373,7 +412,9 @@ class Board(SQLiteStore):
         A task retried after a failure waits until its ``retry_at``.
         """
         names = list(assignees) if assignees is not None else None
-        with self._writing("claim a task") as conn:
+        with self._writing("claim a task", serial=False) as conn:
+            if max_running or max_per_assignee:
+                self._limits_lock(conn)
             if max_running and conn.execute("SELECT COUNT(*) FROM tasks WHERE status = 'running'").fetchone()[0] \
                     >= max_running:
                 return None
@@ -394,7 +435,8 @@ class Board(SQLiteStore):
             if names is not None:
                 sql += f" AND assignee IN ({','.join('?' * len(names))})"
                 params.extend(names)
-            row = conn.execute(sql + " ORDER BY priority DESC, created_at, id LIMIT 1", params).fetchone()
+            row = conn.execute(sql + " ORDER BY priority DESC, created_at, id LIMIT 1" + self._claim_clause(),
+                               params).fetchone()
             if row is None:
                 return None
             task = task_of(row)
@@ -402,23 +444,22 @@ class Board(SQLiteStore):
                 self._set_status(conn, task, "todo", "board", "board")
                 return None
             now = _now()
-            attempt = conn.execute("SELECT COUNT(*) FROM task_runs WHERE task_id = ?", (task.id,)).fetchone()[0] + 1
-            run_id = conn.execute(
+            run = run_of(conn.execute(  # attempt: one more than the task's runs so far
                 "INSERT INTO task_runs (task_id, attempt, profile, claimed_by, started_at, heartbeat_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)", (task.id, attempt, task.assignee, claimer, now, now)).lastrowid
-            task = self._set_status(conn, task, "running", "dispatcher", claimer, run_id=run_id,
-                                    current_run_id=run_id, claimed_by=claimer, last_heartbeat_at=now)
-            run = run_of(conn.execute("SELECT * FROM task_runs WHERE id = ?", (run_id,)).fetchone())
+                " SELECT ?, COUNT(*) + 1, ?, ?, ?, ? FROM task_runs WHERE task_id = ? RETURNING *",
+                (task.id, task.assignee, claimer, now, now, task.id)).fetchone())
+            task = self._set_status(conn, task, "running", "dispatcher", claimer, run_id=run.id,
+                                    current_run_id=run.id, claimed_by=claimer, last_heartbeat_at=now)
             return task, run
 
     def set_run_pid(self, run_id: int, pid: int) -> None:
-        with self._writing("record a worker pid") as conn:
+        with self._writing("record a worker pid", serial=False) as conn:
             conn.execute("UPDATE task_runs SET pid = ? WHERE id = ?", (pid, run_id))
 
     def heartbeat(self, task_id: str, *, author: str, note: str | None = None, now: float | None = None) -> Task:
         """The worker of a running task says it is alive (and optionally how it is doing)."""
         when = _now() if now is None else now
-        with self._writing("record a heartbeat") as conn:
+        with self._writing("record a heartbeat", serial=False) as conn:
             task = self._task(conn, task_id)
             if task.status != "running":
                 raise KanbanError(f"task {task_id} is {task.status}, not running; a heartbeat needs a running task")
@@ -481,8 +522,8 @@ class Board(SQLiteStore):
             raise KanbanError(f"the comment is longer than {MAX_BODY} characters")
         with self._writing("add a comment") as conn:
             self._task(conn, task_id)
-            cid = conn.execute("INSERT INTO task_comments (task_id, author, body, created_at) VALUES (?, ?, ?, ?)",
-                               (task_id, author, body, _now())).lastrowid
+            cid = conn.execute("INSERT INTO task_comments (task_id, author, body, created_at) VALUES (?, ?, ?, ?)"
+                               " RETURNING id", (task_id, author, body, _now())).fetchone()[0]
             self._event(conn, task_id, "commented", actor, author, comment_id=cid)
             return int(cid or 0)
 
@@ -508,8 +549,9 @@ class Board(SQLiteStore):
                 self._task(conn, task_id)
                 aid = conn.execute(
                     "INSERT INTO task_attachments (task_id, filename, content_type, size, source_url, uploaded_by,"
-                    " stored_path, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (task_id, name, content_type, len(data), source_url, uploaded_by, str(stored), _now())).lastrowid
+                    " stored_path, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                    (task_id, name, content_type, len(data), source_url, uploaded_by, str(stored), _now())
+                ).fetchone()[0]
                 self._event(conn, task_id, "attached", actor, uploaded_by, attachment_id=aid, filename=name,
                             size=len(data))
                 return attachment_of(conn.execute("SELECT * FROM task_attachments WHERE id = ?", (aid,)).fetchone())

@@ -35,6 +35,8 @@ class Task:
     failures: int
     #: after a failed run: not claimed before this time (exponential backoff)
     retry_at: float | None
+    #: who asked for it, to tell them about its transitions: ``session:<id>`` or ``chat:<platform>:<chat>:<thread>``
+    origin: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

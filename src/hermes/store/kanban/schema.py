@@ -116,4 +116,9 @@ def k001_board(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
-KANBAN_MIGRATIONS: tuple[Migration, ...] = (k001_board,)
+def k002_origin(conn: sqlite3.Connection) -> None:
+    """Where a task was asked for (``session:<id>`` or ``chat:<platform>:<chat>:<thread>``), for notices."""
+    conn.execute("ALTER TABLE tasks ADD COLUMN origin TEXT")
+
+
+KANBAN_MIGRATIONS: tuple[Migration, ...] = (k001_board, k002_origin)

@@ -25,8 +25,9 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import make_conninfo
 
+from hermes.store.postgres import CONNECT_TIMEOUT, Row, placeholders, session_options
+from hermes.store.postgres import rows as _rows
 from hermes.toolgateway.storage.base import InvalidValue, StorageUnavailable, mask_url, scrub
-from hermes.toolgateway.storage.postgres import CONNECT_TIMEOUT, Row, _rows, placeholders, session_options
 
 log = logging.getLogger("hermes.toolgateway")
 

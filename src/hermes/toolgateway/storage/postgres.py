@@ -28,76 +28,17 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg.rows import RowMaker
+from psycopg.conninfo import make_conninfo
 
 from hermes.errors import StoreError
+from hermes.store.postgres import CONNECT_TIMEOUT, Row, placeholders, session_options
+from hermes.store.postgres import rows as _rows
 from hermes.toolgateway.storage import pg_schema
 from hermes.toolgateway.storage.base import POSTGRES, InvalidValue, Result, StorageUnavailable, mask_url, scrub
 
 log = logging.getLogger("hermes.toolgateway")
 
-CONNECT_TIMEOUT = 5
 _CACHE_LIMIT = 2048
-STATEMENT_TIMEOUT_MS = 5000
-#: libpq connection parameters added unless the URL sets them: a silent peer is found within seconds
-SESSION_DEFAULTS = {"keepalives": "1", "keepalives_idle": "5", "keepalives_interval": "2", "keepalives_count": "2",
-                    "tcp_user_timeout": "3000"}
-
-
-def session_options(url: str) -> dict[str, str]:
-    """The connection parameters :data:`SESSION_DEFAULTS` and ``statement_timeout`` add to ``url``'s."""
-    given = conninfo_to_dict(url)
-    extra = {k: v for k, v in SESSION_DEFAULTS.items() if k not in given}
-    options = str(given.get("options") or "")
-    if "statement_timeout" not in options:
-        extra["options"] = f"{options} -c statement_timeout={STATEMENT_TIMEOUT_MS}".strip()
-    return extra
-
-
-class Row:
-    """One result row: ``row["name"]`` and ``row[0]``, like ``sqlite3.Row``."""
-
-    __slots__ = ("_index", "_values")
-
-    def __init__(self, values: Sequence[Any], index: dict[str, int]) -> None:
-        self._values = values
-        self._index = index
-
-    def __getitem__(self, key: str | int) -> Any:
-        if isinstance(key, str):
-            return self._values[self._index[key]]
-        return self._values[key]
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._values)
-
-    def keys(self) -> list[str]:
-        return list(self._index)
-
-    def __repr__(self) -> str:
-        return f"Row({dict(zip(self._index, self._values, strict=False))!r})"
-
-
-def _rows(cursor: psycopg.Cursor[Any] | psycopg.AsyncCursor[Any]) -> RowMaker[Row]:
-    """psycopg row factory: :class:`Row` s sharing one name → position map per result."""
-    index: dict[str, int] = {}
-    for position, column in enumerate(cursor.description or ()):
-        index.setdefault(column.name, position)
-
-    def make(values: Sequence[Any]) -> Row:
-        return Row(values, index)
-
-    return make
-
-
-def placeholders(sql: str) -> str:
-    """SQLite's ``?`` placeholders as psycopg's ``%s`` (a literal ``%`` doubled). Our statements never
-    put ``?`` inside string literals."""
-    return sql.replace("%", "%%").replace("?", "%s")
 
 
 class PostgresDatabase:

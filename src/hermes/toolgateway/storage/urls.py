@@ -1,63 +1,22 @@
 """Service URLs (``database_url``, ``redis_url``): checked when read, printed only with the password masked.
 
-Standard library only, so the configuration can use it without importing any driver.
+Standard library only, so the configuration can use it without importing any driver (masking and
+scrubbing are :mod:`hermes.store.postgres`'s, shared with the kanban board).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, TypedDict
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from hermes.errors import ConfigError
+from hermes.store.postgres import mask_url, scrub, url_secrets
 
-_SECRET_PARAMS = frozenset({"password", "sslpassword", "passfile"})
+__all__ = ["SCHEMES", "ServiceURLs", "checked_url", "mask_url", "scrub", "service_urls", "url_secrets"]
+
 #: config key → the URL schemes it accepts
 SCHEMES = {"database_url": ("postgresql", "postgres"), "redis_url": ("redis", "rediss", "unix")}
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its password (in the user part or a ``password=`` parameter) replaced by ``***``."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, _, hostport = netloc.rpartition("@")
-            user, colon, _password = userinfo.partition(":")
-            netloc = f"{user}:***@{hostport}" if colon else f"{user}@{hostport}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = urlencode([(k, "***" if k.lower() in _SECRET_PARAMS else v) for k, v in pairs], safe="*")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<unparsable URL>"
-
-
-def url_secrets(url: str) -> list[str]:
-    """The secret strings in ``url`` (raw and decoded), to scrub from error messages."""
-    found: list[str] = []
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return found
-    userinfo = parts.netloc.rpartition("@")[0]
-    if ":" in userinfo:
-        found.append(userinfo.partition(":")[2])
-    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k.lower() in _SECRET_PARAMS]
-    out: list[str] = []
-    for secret in found:
-        for form in (secret, unquote(secret), quote(unquote(secret), safe="")):
-            if form and form not in out:
-                out.append(form)
-    return out
-
-
-def scrub(text: str, url: str) -> str:
-    """``text`` (an error message) with every secret of ``url`` replaced by ``***``."""
-    for secret in sorted(url_secrets(url), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
 
 
 def checked_url(key: str, value: object) -> str | None:

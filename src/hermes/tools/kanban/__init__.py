@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from hermes.store.kanban.board import Board
 
 TASK_ENV = "HERMES_KANBAN_TASK"
-DB_ENV = "HERMES_KANBAN_DB"
 
 #: the lifecycle tools a worker has for its own task
 WORKER_TOOLS = (
@@ -70,10 +69,7 @@ def target_task(tool: str, args: dict[str, Any]) -> str:
 
 
 def open_board(kw: dict[str, Any]) -> Board:
-    """The board this agent works on: ``HERMES_KANBAN_DB`` when set, else HERMES_HOME's."""
-    from pathlib import Path
-
-    from hermes.store.kanban.board import Board
+    """The board this agent works on (:meth:`~hermes.store.kanban.config.KanbanConfig.open_board`)."""
     from hermes.store.kanban.config import KanbanConfig
     from hermes.tools.context import session_of
 
@@ -83,8 +79,4 @@ def open_board(kw: dict[str, Any]) -> Board:
         from hermes.config.settings import Settings
 
         settings = Settings.load()
-    cfg = KanbanConfig.from_config(settings.config.data or {})
-    path = os.environ.get(DB_ENV)
-    if path:
-        return Board(Path(path), attachment_max_bytes=cfg.attachment_max_bytes)
-    return Board.open_default(attachment_max_bytes=cfg.attachment_max_bytes)
+    return KanbanConfig.from_config(settings.config.data or {}).open_board()

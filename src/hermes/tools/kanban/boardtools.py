@@ -50,6 +50,12 @@ def _workspace_path(args: dict[str, Any], kw: dict[str, Any]) -> str | None:
     return str(path)
 
 
+def _origin(kw: dict[str, Any]) -> str | None:
+    """The creating session (``session:<id>``): the messaging gateway tells that chat about the task."""
+    sid = getattr(kw.get("session"), "session_id", None)  # a ToolSession's stored session
+    return f"session:{sid}" if isinstance(sid, str) and sid else None
+
+
 def _create(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     require_orchestrator("kanban_create")
     workspace_path = _workspace_path(args, kw)
@@ -58,7 +64,8 @@ def _create(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             args["title"], created_by=author(), actor="orchestrator", assignee=args.get("assignee"),
             body=args.get("body", ""), priority=args.get("priority", 0), parents=args.get("parents", []),
             triage=bool(args.get("triage")), idempotency_key=args.get("idempotency_key"),
-            workspace_kind=args.get("workspace_kind", "scratch"), workspace_path=workspace_path)
+            workspace_kind=args.get("workspace_kind", "scratch"), workspace_path=workspace_path,
+            origin=_origin(kw))
     return {"ok": True, "task_id": task.id, "status": task.status, "created": created}
 
 
