@@ -5,20 +5,25 @@ Usage::
     .venv/bin/python benchmarks/bench_sandbox.py              # 200 runs each, interleaved
     .venv/bin/python benchmarks/bench_sandbox.py --runs 500
 
-Runs ``true`` directly and ``true`` inside the sandbox exactly as ``terminal`` would start it (the
-default ``workspace-write`` plan for a workspace in a temp folder, with HERMES_HOME inside it so the
-hiding rules apply), alternating the two so load on the machine hits both alike. Prints p50 and p90
-wall time of each, the difference (the overhead) in ms and the ratio. Also times ``bash -c true``
-both ways, which is what a terminal call actually starts, and a bare ``bwrap`` (the same namespaces,
-``/`` read-only, ``/dev`` and ``/proc``, none of the plan's mounts) to show what bubblewrap itself
-costs. Tests never assert these timings.
+Starts ``true`` (and ``bash -c true``, what a terminal call starts) three ways, exactly as ``terminal``
+does — plan the sandbox, start the command with stdout a pipe, read it to the end, wait for the exit
+status — alternating them so load on the machine hits all alike:
+
+* **outside**: no sandbox (``sandbox.mode: full-access``);
+* **one-off**: a ``bwrap`` of its own per command (what every command got before the session sandbox);
+* **session**: handed to the session's long-lived sandbox (:mod:`hermes.tools.sandbox_pool`), which forks
+  it inside the namespaces it built once.
+
+The default ``workspace-write`` plan is used for a workspace in a temp folder, with HERMES_HOME inside it
+so the hiding rules apply. Prints p50/p90 of each, the overhead against outside (p50 difference) and
+the ratio. The machine this runs on may be shared: compare the ratios and differences of one run, not
+absolute times across runs. Tests never assert these timings.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,18 +33,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from hermes.tools import sandbox  # noqa: E402
-
-
-def _time(argv: list[str], cwd: str) -> float:
-    started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - started
+from hermes.tools import sandbox, sandbox_pool  # noqa: E402
 
 
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def _run(policy: sandbox.Policy, command: list[str], workspace: Path, temp: Path, session: str | None) -> float:
+    started = time.perf_counter()
+    launch = sandbox.launch(policy, workdir=str(workspace), temp_dir=temp, workspaces=[str(workspace)],
+                            session=session)
+    proc = launch.start(list(command), cwd=str(workspace), env=os.environ, stdin=subprocess.DEVNULL,
+                        stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    proc.stdout.read()
+    proc.stdout.close()
+    if proc.wait() != 0:
+        raise SystemExit(f"{command} failed in the {session or 'one-off'} sandbox")
+    return time.perf_counter() - started
 
 
 def main() -> int:
@@ -50,6 +63,7 @@ def main() -> int:
     if not found.available:
         print(f"no sandbox here: {found.missing}")
         return 1
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as root:
         workspace = Path(root) / "ws"
         (workspace / ".hermes").mkdir(parents=True)
@@ -57,33 +71,24 @@ def main() -> int:
         os.environ["HERMES_HOME"] = str(workspace / ".hermes")
         temp = Path(root) / "tmp"
         temp.mkdir()
+        ways = (("outside", sandbox.Policy(mode="full-access"), None), ("one-off", sandbox.Policy(), None),
+                ("session", sandbox.Policy(), "bench"))
         for label, command in (("true", ["true"]), ("bash -c true", ["bash", "-c", "true"])):
-            spaces = [str(workspace)]
-            launch = sandbox.launch(sandbox.Policy(), workdir=str(workspace), temp_dir=temp, workspaces=spaces)
-            wrapped = launch.argv(list(command))
-            for _ in range(5):  # warm caches
-                _time(command, str(workspace))
-                _time(wrapped, str(workspace))
-            outside: list[float] = []
-            inside: list[float] = []
-            plan_cost: list[float] = []
-            floor: list[float] = []  # bwrap with only the namespaces, / read-only, /dev and /proc
-            bare = [str(found.bwrap), *sandbox._NAMESPACES, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                    "--"]
+            times: dict[str, list[float]] = {name: [] for name, _, _ in ways}
+            for _ in range(5):  # warm caches, start the session's sandbox
+                for _name, policy, session in ways:
+                    _run(policy, command, workspace, temp, session)
             for _ in range(args.runs):
-                outside.append(_time(command, str(workspace)))
-                started = time.perf_counter()
-                wrapped = sandbox.launch(sandbox.Policy(), workdir=str(workspace), temp_dir=temp,
-                                         workspaces=spaces).argv(list(command))
-                plan_cost.append(time.perf_counter() - started)
-                inside.append(_time(wrapped, str(workspace)) + plan_cost[-1])
-                floor.append(_time([*bare, *command], str(workspace)))
-            p50_out, p50_in = _pct(outside, 0.5), _pct(inside, 0.5)
-            print(f"{label:<14} outside p50 {p50_out:6.2f} ms  p90 {_pct(outside, 0.9):6.2f} ms | "
-                  f"sandboxed p50 {p50_in:6.2f} ms  p90 {_pct(inside, 0.9):6.2f} ms | "
-                  f"overhead p50 {p50_in - p50_out:5.2f} ms, ratio {p50_in / p50_out:4.1f}x "
-                  f"(of which building the bwrap command line {statistics.median(plan_cost) * 1000:.2f} ms; "
-                  f"bare bwrap p50 {_pct(floor, 0.5):.2f} ms)")
+                for name, policy, session in ways:
+                    times[name].append(_run(policy, command, workspace, temp, session))
+            base = _pct(times["outside"], 0.5)
+            print(f"{label}:")
+            for name, _, _ in ways:
+                p50 = _pct(times[name], 0.5)
+                print(f"  {name:<8} p50 {p50:6.2f} ms  p90 {_pct(times[name], 0.9):6.2f} ms"
+                      + ("" if name == "outside" else f"  overhead p50 {p50 - base:5.2f} ms, ratio {p50 / base:4.1f}x"))
+        sandbox_pool.drop("bench")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0
 
 

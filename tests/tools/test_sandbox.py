@@ -30,7 +30,7 @@ import hermes.tools.terminal.tool
 from fakes.tool_session import FakeSession, ScriptedSink
 from hermes.config.paths import HermesPaths
 from hermes.config.settings import Settings
-from hermes.tools import sandbox
+from hermes.tools import sandbox, sandbox_pool
 from hermes.tools.registry import registry
 from hermes.tools.terminal.processes import manager
 from hermes.tools.toolsets import Surface
@@ -56,6 +56,7 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.chdir(workspace)
     yield workspace
     manager.kill_session("t-sbx")
+    sandbox_pool.drop("t-sbx")
     sandbox.drop_session_temp("t-sbx")
 
 
@@ -173,7 +174,7 @@ def test_other_users_homes_the_hosts_tmp_and_processes_are_hidden(ws: Path) -> N
     runtime = {Path(p).parts[2] for p in (sys.prefix, str(Path(sandbox.__file__).resolve()))
                if Path(p).parts[1:2] == ("tmp",) and len(Path(p).parts) > 2}
     assert tmp_entries <= 1 + len(runtime), r
-    assert processes < 5  # bwrap's init, bash and the pipeline
+    assert processes < 6  # bwrap's init, the session's supervisor, bash and the pipeline
 
 
 def test_secrets_in_the_environment_do_not_reach_the_command(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -81,6 +81,18 @@ def load_model(path: str, n_ctx: int, threads: int, engine: str | None = None) -
         return _MODELS[key]
 
 
+def auto_threads() -> int:
+    """CPU threads for llama.cpp when ``model.threads`` is 0: the cores not already busy (the 1-minute load
+    average), at least 1 and at most 8. llama.cpp's threads wait for each other by spinning, so one more
+    thread than there are free cores makes every token several times slower, not faster."""
+    cpus = os.cpu_count() or 1
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # no load average here
+        busy = 0.0
+    return max(1, min(cpus, 8, int(cpus - busy + 0.5)))
+
+
 def _close_models() -> None:
     """Free the models at exit, while the bindings can still do it (their finalisers fail during shutdown)."""
     with _MODELS_LOCK:
@@ -105,7 +117,7 @@ class LocalProvider:
         self.name = settings.provider
         self.model = settings.model
         self.engine = engine
-        self.threads = settings.threads or max(1, min(os.cpu_count() or 1, 8))
+        self.threads = settings.threads or auto_threads()
         self.temperature = DEFAULT_TEMPERATURE if settings.temperature is None else settings.temperature
         #: the bundled 135M model gets the lean tool list (LEAN_TOOLS, short descriptions)
         self.lean = Path(settings.path) == bundled_gguf()
@@ -126,7 +138,10 @@ class LocalProvider:
         _check(options)
         lm = self.loaded()
         mode, offered = _mode(options.tool_choice, self._lean(tools or [], options.tool_choice))
-        turns = render(messages, tool_prompt(offered, LEAN_DESCRIPTION if self.lean else 100))
+        # tool_choice "none" still lists the tools it was given (as an endpoint's prompt would): the system
+        # prompt then starts as the previous call's did, and llama.cpp's cache keeps all of it evaluated
+        listed = self._lean(tools or [], None) if mode == "text" else offered
+        turns = render(messages, tool_prompt(listed, LEAN_DESCRIPTION if self.lean else 100))
         if turns and turns[-1].kind == "tool":  # small models answer better with the request restated here
             question = next((t.content for t in reversed(turns) if t.kind == "user"), "")
             how = "in plain text, without calling a tool" if mode == "text" else "the request, or call another tool"
@@ -304,15 +319,18 @@ class FirstCallForced:
     ) -> Completion:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
         results = [m for m in messages[last_user:] if m.get("role") == "tool"]
-        if results:
-            lines = quotable_lines(str(results[-1].get("content") or "")) if self.quote else ()
-            return self.inner.complete(messages, tools, replace(
-                options, tool_choice="none" if tools else None, answer_choices=lines or None))
         if tools and self.pinned:
             schema = {"type": "object", "properties": {k: {"enum": [v]} for k, v in self.pinned.items()},
                       "required": list(self.pinned)}
             tools = [{**t, "function": {**t["function"], "parameters": schema}}
                      if t.get("function", {}).get("name") == self.tool else t for t in tools]
+        # only the forced tool is offered, in both calls: the answer's prompt then starts exactly as the call's
+        # did, so the local model keeps all of that evaluated (and the answer cannot call another tool)
+        tools = [t for t in tools or [] if t.get("function", {}).get("name") == self.tool] or tools
+        if results:
+            lines = quotable_lines(str(results[-1].get("content") or "")) if self.quote else ()
+            return self.inner.complete(messages, tools, replace(
+                options, tool_choice="none" if tools else None, answer_choices=lines or None))
         choice = {"type": "function", "function": {"name": self.tool}}
         return self.inner.complete(messages, tools, replace(options, tool_choice=choice if tools else None))
 

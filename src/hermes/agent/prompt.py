@@ -3,6 +3,11 @@
 The prompt is built once and stored as the session's first message, so a resumed session sees the
 same instructions it started with. Later features add sections (the memory snapshot, the skills
 index) through :func:`build_system_prompt`'s ``sections`` argument.
+
+What changes from one process to the next (the clock, the working directory) comes last, so that
+everything before it is a byte-identical prefix: the local model saves that prefix evaluated and
+the next process loads it instead of evaluating it again (:mod:`hermes.agent.local_prefix`), and
+endpoints that cache prompt prefixes can reuse it too.
 """
 
 from __future__ import annotations
@@ -44,13 +49,6 @@ def build_system_prompt(
 ) -> str:
     now = now or _dt.datetime.now().astimezone()
     parts = [IDENTITY]
-    env_lines = [
-        f"{VOLATILE_MARK} {now.strftime('%Y-%m-%d %H:%M %Z')}",
-        f"Working directory: {os.getcwd()}",
-        f"Operating system: {platform.system()} {platform.release()}",
-        f"Surface: {surface.value}",
-    ]
-    parts.append("\n".join(env_lines))
     note = _SURFACE_NOTES.get(surface)
     if note:
         parts.append(note)
@@ -60,4 +58,11 @@ def build_system_prompt(
     parts.extend(s for s in sections if s)
     if custom:
         parts.append(custom)
+    env_lines = [
+        f"{VOLATILE_MARK} {now.strftime('%Y-%m-%d %H:%M %Z')}",
+        f"Working directory: {os.getcwd()}",
+        f"Operating system: {platform.system()} {platform.release()}",
+        f"Surface: {surface.value}",
+    ]
+    parts.append("\n".join(env_lines))  # last: see the module docstring
     return "\n\n".join(parts)

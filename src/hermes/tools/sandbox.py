@@ -40,10 +40,30 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
 from hermes.config.paths import HermesPaths
 from hermes.errors import ConfigError
+
+
+class Process(Protocol):
+    """What the tools use of a started command: :class:`subprocess.Popen` or a command in a long-lived
+    sandbox (:class:`hermes.tools.sandbox_pool.SandboxedProcess`). ``pid`` leads its process group."""
+
+    @property
+    def pid(self) -> int: ...
+
+    returncode: int | None
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
 
 MODES = ("workspace-write", "read-only", "full-access")
 DEFAULT_MODE = "workspace-write"
@@ -187,6 +207,12 @@ class Plan:
     outside: str | None = None
 
     def argv(self, bwrap: str, command: Sequence[str]) -> list[str]:
+        """The ``bwrap`` command line that runs ``command`` in this sandbox."""
+        return [*self.shape(bwrap), "--chdir", self.workdir, "--setenv", "TMPDIR", self.tmpdir, "--", *command]
+
+    def shape(self, bwrap: str) -> list[str]:
+        """The ``bwrap`` command line up to the working directory: everything that makes one sandbox
+        different from another (commands of one shape share a supervisor, :mod:`hermes.tools.sandbox_pool`)."""
         hermes_home = _real(HermesPaths.current().home)
         args = [bwrap, *_NAMESPACES]
         if self.network:
@@ -221,7 +247,6 @@ class Plan:
             seen = self._visible(path) and not any(_inside(path, d) for d in hidden_dirs)
             if (seen or any(_inside(path, s) for s in shown)) and os.path.isfile(path):
                 args += ["--ro-bind", "/dev/null", path]
-        args += ["--chdir", self.workdir, "--setenv", "TMPDIR", self.tmpdir, "--", *command]
         return args
 
     def _visible(self, path: str) -> bool:
@@ -446,6 +471,8 @@ class Launch:
     plan: Plan | None
     bwrap: str | None = None
     why_not: str | None = None
+    #: the session whose long-lived sandbox runs the command (None: a sandbox of its own per command)
+    session: str | None = None
 
     @property
     def sandboxed(self) -> bool:
@@ -456,6 +483,25 @@ class Launch:
         if self.plan is None or self.bwrap is None:
             return command
         return self.plan.argv(self.bwrap, command)
+
+    def start(self, argv: list[str], *, cwd: str, env: Mapping[str, str], stdin: int | None,
+              stderr: int | None) -> Process:
+        """Start ``argv`` in its own session and process group, stdout a pipe (``stdin``: ``DEVNULL`` or
+        ``PIPE``; ``stderr``: ``STDOUT`` or ``PIPE``): in the session's long-lived sandbox when there is
+        one (:mod:`hermes.tools.sandbox_pool`), else in a sandbox of its own, or unsandboxed."""
+        import subprocess
+
+        if self.plan is not None and self.bwrap is not None and self.session is not None:
+            from hermes.tools import sandbox_pool
+
+            try:
+                supervisor = sandbox_pool.supervisor_for(self.session, self.plan.shape(self.bwrap))
+                return supervisor.start(argv, cwd=self.plan.workdir, env={**env, "TMPDIR": self.plan.tmpdir},
+                                        stdin=stdin, stderr=stderr)
+            except sandbox_pool.SupervisorError:
+                pass  # a sandbox of its own, as before
+        return subprocess.Popen(self.argv(argv), cwd=cwd, env=dict(env), stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=stderr, start_new_session=True, close_fds=True)
 
     def note(self) -> str | None:
         """What the model should know when its working directory is not writable."""
@@ -482,9 +528,10 @@ class Launch:
 
 def launch(policy: Policy, *, workdir: str, temp_dir: str | Path, workspaces: Iterable[str] = (),
            extra_writable: Iterable[str] = (), network: bool = False, leave: bool = False,
-           tmpdir: str = _PRIVATE_TMP) -> Launch:
+           tmpdir: str = _PRIVATE_TMP, session: str | None = None) -> Launch:
     """Decide how a command runs: sandboxed per ``policy`` when a sandbox works here, unless ``leave``
-    (the person approved running it outside). ``temp_dir`` is ``/tmp`` inside; ``tmpdir`` is TMPDIR."""
+    (the person approved running it outside). ``temp_dir`` is ``/tmp`` inside; ``tmpdir`` is TMPDIR.
+    With ``session`` the command runs in that session's long-lived sandbox of the same shape."""
     if not policy.enabled:
         return Launch(policy, None, why_not="sandbox.mode is full-access")
     if leave:
@@ -494,4 +541,4 @@ def launch(policy: Policy, *, workdir: str, temp_dir: str | Path, workspaces: It
         return Launch(policy, None, why_not=found.missing)
     chosen = plan(policy, workdir=workdir, temp_dir=str(temp_dir), workspaces=workspaces,
                   extra_writable=extra_writable, network=network or policy.network, tmpdir=tmpdir)
-    return Launch(policy, chosen, bwrap=found.bwrap)
+    return Launch(policy, chosen, bwrap=found.bwrap, session=session)

@@ -68,6 +68,7 @@ def run_script(
     use_tcp: bool = False,
     cancelled: Callable[[], bool] | None = None,
     policy: os_sandbox.Policy | None = None,
+    session: str | None = None,
 ) -> dict[str, Any]:
     """Run ``code`` as a script that may call ``entries`` through ``dispatcher``; the result dict.
 
@@ -80,14 +81,24 @@ def run_script(
     own temp folder. The RPC socket lives
     in the run folder, so it is reached whatever the network setting; over loopback TCP (no Unix sockets)
     the script needs the network namespace, so it keeps the host's.
+
+    With ``session`` the script runs in that session's long-lived sandbox (:mod:`hermes.tools.sandbox_pool`):
+    the run folder then lies in the session's private folder (writable as a whole, so every run has the
+    same sandbox), whose ``tmp/`` is ``/tmp`` inside; TMPDIR is still the run's own.
     """
     started = time.monotonic()
-    run_dir = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX))
+    policy = policy or os_sandbox.load_policy()
+    shared = os_sandbox.session_temp(session) if session is not None and policy.enabled else None
+    run_dir = Path(tempfile.mkdtemp(prefix=RUN_DIR_PREFIX, dir=shared))
     server: RpcServer | None = None
     child: ChildProcess | None = None
     try:
         tmp_dir = run_dir / "tmp"
         tmp_dir.mkdir(mode=0o700)
+        private_tmp = tmp_dir
+        if shared is not None:
+            private_tmp = shared / "tmp"
+            private_tmp.mkdir(mode=0o700, exist_ok=True)
         server = RpcServer(
             run_dir, dispatcher, [e.name for e in entries], max_calls=limits.max_tool_calls,
             max_message_bytes=limits.max_message_bytes, use_tcp=use_tcp,
@@ -97,16 +108,16 @@ def run_script(
         _write_private(run_dir / SCRIPT_NAME, code)
         server.start()
         workdir = cwd or _working_dir(run_dir)
-        launch = os_sandbox.launch(policy or os_sandbox.load_policy(), workdir=workdir, temp_dir=tmp_dir,
-                                workspaces=[workdir], extra_writable=[str(run_dir)],
-                                network=server.transport == "tcp", tmpdir=str(tmp_dir))
+        launch = os_sandbox.launch(policy, workdir=workdir, temp_dir=private_tmp, workspaces=[workdir],
+                                   extra_writable=[str(shared or run_dir)], network=server.transport == "tcp",
+                                   tmpdir=str(tmp_dir), session=session)
         child = ChildProcess(
             [sys.executable, str(run_dir / SCRIPT_NAME)],
             cwd=workdir,
             env=child_env(run_dir, tmp_dir, limits.env_passthrough),
             out_limit=limits.max_output_chars * 4,
             err_limit=limits.max_stderr_chars * 4,
-            wrap=launch.argv,
+            start=launch.start,
         )
         deadline = started + timeout
         interrupted = False

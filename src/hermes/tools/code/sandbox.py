@@ -19,9 +19,12 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from hermes.redact import is_secret_name
+
+if TYPE_CHECKING:
+    from hermes.tools.sandbox import Process
 
 #: copied from the parent environment when set (and not secret-looking)
 BASE_ENV_NAMES: tuple[str, ...] = (
@@ -124,14 +127,17 @@ class ChildProcess:
     """
 
     def __init__(self, argv: list[str], *, cwd: str, env: dict[str, str], out_limit: int, err_limit: int,
-                 wrap: Callable[[list[str]], list[str]] | None = None) -> None:
+                 start: Callable[..., Process] | None = None) -> None:
+        """``start``: how the command line is started (:meth:`hermes.tools.sandbox.Launch.start`: in the OS
+        sandbox); None: a plain child process."""
         self.stdout = CappedOutput(out_limit)
         self.stderr = CappedOutput(err_limit)
-        self.proc = subprocess.Popen(
-            wrap(argv) if wrap is not None else argv, cwd=cwd, env=env,
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, close_fds=True,
-        )
+        self.proc: Process
+        if start is not None:
+            self.proc = start(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        else:
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
         self._closed: int | None = None
         self._readers: list[threading.Thread] = []
         for stream, sink in ((self.proc.stdout, self.stdout), (self.proc.stderr, self.stderr)):

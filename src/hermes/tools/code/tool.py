@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.tools.code import DEFAULT_ALLOWED_TOOLS, MAX_CODE_CHARS, MAX_TIMEOUT, TOOL_NAME
-from hermes.tools.context import SessionView, session_of
+from hermes.tools.context import SessionView, on_session_end, session_of
 from hermes.tools.registry import ToolEntry, ToolRegistry, registry
 
 if TYPE_CHECKING:
@@ -141,10 +141,20 @@ def execute_code(args: dict[str, Any], **kw: Any) -> str:
     def cancelled() -> bool:  # the running turn was interrupted (Ctrl-C, or a parent stopping a child agent)
         return bool(getattr(session, "interrupted", False))
 
+    sandbox_session = f"{parent_task}:execute_code"
+    on_session_end(kw, f"execute_code-sandbox:{sandbox_session}", lambda: _end_sandbox(sandbox_session))
     result = run_script(code, timeout=timeout, entries=entries, dispatcher=dispatcher, limits=limits,
-                        cancelled=cancelled, policy=policy)
+                        cancelled=cancelled, policy=policy, session=sandbox_session)
     result["tools_available"] = list(names)
     return json.dumps(result, ensure_ascii=False)
+
+
+def _end_sandbox(sandbox_session: str) -> None:
+    """The session ended: stop its long-lived sandbox for scripts and remove its private folder."""
+    from hermes.tools import sandbox, sandbox_pool
+
+    sandbox_pool.drop(sandbox_session)
+    sandbox.drop_session_temp(sandbox_session)
 
 
 def check_execute_code() -> tuple[bool, str | None]:

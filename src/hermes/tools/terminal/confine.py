@@ -28,6 +28,14 @@ def _request(command: str, pattern_id: str) -> Verdict:
     return Verdict("dangerous", PATTERNS[pattern_id][1], pattern_id, command)
 
 
+def _end_session(task_id: str) -> None:
+    """The session ended: its long-lived sandboxes (and what still runs in them), then its temp folder."""
+    from hermes.tools import sandbox_pool
+
+    sandbox_pool.drop(task_id)
+    sandbox.drop_session_temp(task_id)
+
+
 def session_workspace(session: SessionView | None) -> str:
     """The session's working directory: ``terminal.cwd`` from config.yaml, else hermes's own."""
     return sandbox.session_workspace(gate.config_for(session))
@@ -51,9 +59,10 @@ def prepare(command: str, args: dict[str, Any], kw: dict[str, Any], session: Ses
         asked.append(_request(command, "sandbox_network"))
     temp = sandbox.session_temp(task_id) if can_sandbox and not leave else ""
     if temp:
-        on_session_end(kw, f"sandbox-temp:{task_id}", lambda: sandbox.drop_session_temp(task_id))
+        on_session_end(kw, f"sandbox-temp:{task_id}", lambda: _end_session(task_id))
     workspace = session_workspace(session)
-    chosen = sandbox.launch(policy, workdir=cwd, temp_dir=temp, workspaces=[workspace], network=network, leave=leave)
+    chosen = sandbox.launch(policy, workdir=cwd, temp_dir=temp, workspaces=[workspace], network=network, leave=leave,
+                            session=task_id)
     found = findings(command, cwd, gate.safe_programs(kw), workspace)
     gate.check(command, asked + found, kw, sandboxed=chosen.sandboxed)
     return chosen

@@ -20,10 +20,13 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
-from hermes.tools.terminal.runner import Wrapper, describe_exit, kill_group, pump, signal_group, spawn
+from hermes.tools.terminal.runner import Starter, describe_exit, kill_group, pump, signal_group, spawn
+
+if TYPE_CHECKING:
+    from hermes.tools.sandbox import Process
 
 BUFFER_CHARS = 1_000_000
 MAX_PER_SESSION = 16
@@ -72,7 +75,7 @@ class RingBuffer:
 class BackgroundProcess:
     """One tracked process."""
 
-    def __init__(self, pid_label: str, task_id: str, command: str, cwd: str, proc: subprocess.Popen[bytes],
+    def __init__(self, pid_label: str, task_id: str, command: str, cwd: str, proc: Process,
                  sandbox: str = "off") -> None:
         self.id = pid_label
         self.sandbox = sandbox  # the sandbox it runs in, as terminal's result names it ("off": none)
@@ -197,9 +200,9 @@ class ProcessManager:
         self._atexit = False
 
     def start(self, task_id: str, command: str, cwd: str, env: Mapping[str, str], *,
-              wrap: Wrapper | None = None, sandbox: str = "off") -> BackgroundProcess:
+              start: Starter | None = None, sandbox: str = "off") -> BackgroundProcess:
         def spawned(label: str) -> BackgroundProcess:
-            proc = spawn(command, cwd, env, stdin=subprocess.PIPE, wrap=wrap)
+            proc = spawn(command, cwd, env, stdin=subprocess.PIPE, start=start)
             return BackgroundProcess(label, task_id, command, cwd, proc, sandbox)
 
         return self.adopt(task_id, spawned)

@@ -14,9 +14,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from hermes.redact import redact, secret_values
+
+if TYPE_CHECKING:
+    from hermes.tools.sandbox import Process
 
 MAX_OUTPUT_CHARS = 40_000
 OUTPUT_MARKER = "[hermes: output truncated"
@@ -103,7 +106,7 @@ def signal_group(pgid: int, sig: int) -> bool:
         return False
 
 
-def kill_group(proc: subprocess.Popen[bytes], grace: float = 2.0) -> int | None:
+def kill_group(proc: Process, grace: float = 2.0) -> int | None:
     """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL whatever is left."""
     pgid = proc.pid
     if proc.poll() is None:
@@ -129,31 +132,26 @@ def describe_exit(returncode: int | None) -> dict[str, Any]:
     return {"exit_code": returncode}
 
 
-#: turns the ``bash -c`` command line into the one started (the sandbox wraps it in ``bwrap``)
-Wrapper = Callable[[list[str]], list[str]]
+#: starts a command line as :meth:`hermes.tools.sandbox.Launch.start` does (in the OS sandbox or not)
+Starter = Callable[..., "Process"]
 
 
 def spawn(command: str, cwd: str, env: Mapping[str, str], *, stdin: int,
-          wrap: Wrapper | None = None) -> subprocess.Popen[bytes]:
-    """Start ``bash -c command`` (through ``wrap``) in its own session with stdout and stderr merged."""
+          start: Starter | None = None) -> Process:
+    """Start ``bash -c command`` (through ``start``: the sandbox) in its own session with stdout and stderr
+    merged."""
     argv = ["bash", "-c", command]
-    return subprocess.Popen(
-        wrap(argv) if wrap is not None else argv,
-        cwd=cwd,
-        env=dict(env),
-        stdin=stdin,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        close_fds=True,
-    )
+    if start is not None:
+        return start(argv, cwd=cwd, env=env, stdin=stdin, stderr=subprocess.STDOUT)
+    return subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True, close_fds=True)
 
 
 def run_foreground(command: str, *, cwd: str, env: Mapping[str, str], timeout: float,
-                   max_chars: int = MAX_OUTPUT_CHARS, wrap: Wrapper | None = None) -> dict[str, Any]:
+                   max_chars: int = MAX_OUTPUT_CHARS, start: Starter | None = None) -> dict[str, Any]:
     """Run ``command`` to completion or until ``timeout``; returns the tool's result fields."""
     started = time.monotonic()
-    proc = spawn(command, cwd, env, stdin=subprocess.DEVNULL, wrap=wrap)
+    proc = spawn(command, cwd, env, stdin=subprocess.DEVNULL, start=start)
     out = CappedOutput(max_chars)
     assert proc.stdout is not None
     reader = threading.Thread(target=pump, args=(proc.stdout, out), name="terminal-output", daemon=True)

@@ -154,7 +154,7 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
     launch = confine.prepare(command, args, kw, session, cwd, task)
     env = _env(session)
     if args.get("background"):
-        record = manager.start(task, command, cwd, env, wrap=launch.argv, sandbox=launch.label())
+        record = manager.start(task, command, cwd, env, start=launch.start, sandbox=launch.label())
         on_session_end(kw, f"terminal:{task}", lambda: manager.kill_session(task))
         return json.dumps({
             "process_id": record.id,
@@ -165,7 +165,7 @@ def terminal(args: dict[str, Any], **kw: Any) -> str:
             "hint": "follow it with process_manage (poll, log, wait, write, kill) and this process_id",
         })
     timeout = int(args.get("timeout") or DEFAULT_TIMEOUT)
-    result = run_foreground(command, cwd=cwd, env=env, timeout=min(max(timeout, 1), MAX_TIMEOUT), wrap=launch.argv)
+    result = run_foreground(command, cwd=cwd, env=env, timeout=min(max(timeout, 1), MAX_TIMEOUT), start=launch.start)
     result["workdir"] = cwd
     result["sandbox"] = launch.label()
     if launch.note():
