@@ -1,47 +1,37 @@
-"""The ``docker`` backend against a real Docker Engine — skipped when none is reachable (the CI machine
-has no engine; these tests run where one is: the local socket or ``DOCKER_HOST``)."""
+"""The ``docker`` backend against a real Docker Engine: the machine's, or a throw-away ``dockerd`` the test
+starts (:mod:`fakes.dockerd`: root and Debian's docker.io); skipped, with the reason, where neither can run."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fakes.dockerd import DockerEngine
 from hermes.tools.backends.base import BackendError
 from hermes.tools.backends.docker import DockerBackend
 
-IMAGE = os.environ.get("HERMES_TEST_DOCKER_IMAGE", "python:3.11-slim")
 
-
-def _engine() -> bool:
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
-        return False
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEngine]:
+    found = DockerEngine(tmp_path_factory.mktemp("dockerd"))
     try:
-        import docker
-
-        with docker.from_env() as client:
-            client.ping()
-            client.images.get(IMAGE)
-        return True
-    except Exception:
-        return False
-
-
-needs_engine = pytest.mark.skipif(not _engine(), reason=f"no Docker Engine reachable (or no {IMAGE} image)")
+        found.start()
+    except RuntimeError as exc:
+        pytest.skip(str(exc)[:300])
+    yield found
+    found.stop()
 
 
 @pytest.fixture
-def box() -> Iterator[DockerBackend]:
-    backend = DockerBackend({"image": IMAGE, "memory": "256m", "cpus": 0.5})
+def box(engine: DockerEngine) -> Iterator[DockerBackend]:
+    backend = DockerBackend(engine.settings(memory="256m", cpus=0.5))
     yield backend
     backend.close()
 
 
-@needs_engine
-def test_commands_files_limits_and_no_host_mounts(box: DockerBackend, tmp_path: Path) -> None:
+def test_commands_files_limits_and_no_host_mounts(box: DockerBackend, engine: DockerEngine, tmp_path: Path) -> None:
     out = box.run("echo hi; echo err >&2; exit 3", cwd=None, env={}, timeout=30)
     assert out["exit_code"] == 3 and "hi" in out["output"] and "err" in out["output"]
     assert box.run("sleep 10", cwd=None, env={}, timeout=1)["timed_out"] is True
@@ -58,8 +48,12 @@ def test_commands_files_limits_and_no_host_mounts(box: DockerBackend, tmp_path: 
     box.close()
     import docker
 
-    with pytest.raises(docker.errors.NotFound):
-        docker.from_env().containers.get(container)
+    client = docker.DockerClient(base_url=engine.base_url)
+    try:
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(container)
+    finally:
+        client.close()
 
 
 def test_mounts_must_be_absolute_pairs_and_no_engine_is_a_clear_error(tmp_path: Path) -> None:
@@ -68,3 +62,8 @@ def test_mounts_must_be_absolute_pairs_and_no_engine_is_a_clear_error(tmp_path: 
     nowhere = DockerBackend({"base_url": f"unix://{tmp_path}/no-docker.sock"})
     with pytest.raises(BackendError, match="no Docker Engine is reachable"):
         nowhere.exec("true")
+    # and tools list says so before anything runs (the same words, from the offline readiness check)
+    from hermes.routing.readiness import backend_problem
+
+    config = {"terminal": {"backend": "docker", "docker": {"base_url": f"unix://{tmp_path}/no-docker.sock"}}}
+    assert "no Docker Engine is reachable" in str(backend_problem(config, {}, None))

@@ -161,11 +161,27 @@ def test_portal_info_and_status_show_the_terminal_route(hermes_home: Path, gw: G
     text = subprocess.run([sys.executable, "-m", "hermes", "status", "--full"], capture_output=True, text=True,
                           env=env, timeout=60).stdout
     assert "commands and files are on the modal backend" in text
+    tools = _tool_lines(env)
+    assert all(tools[name].startswith("✓") for name in BACKEND_TOOLS), tools
     Task(hermes_home, gw, "nora")
     info = subprocess.run([sys.executable, "-m", "hermes", "portal", "info"], capture_output=True, text=True,
                           env=env, timeout=60)
     line = next(x for x in info.stdout.splitlines() if x.strip().startswith("Terminal"))
     assert "✗" in line
+    tools = _tool_lines(env)  # no entitlement: the tools that act through the backend are not ready either
+    for name in BACKEND_TOOLS:
+        assert tools[name].startswith("✗") and "terminal.backend is modal" in tools[name], tools[name]
+
+
+BACKEND_TOOLS = ("terminal", "process_manage", "execute_code", "read_file", "write_file", "patch", "search_files")
+
+
+def _tool_lines(env: dict[str, str]) -> dict[str, str]:
+    """``hermes tools list --all``: each tool's line (``✓ name …`` / ``✗ name — unavailable: …``) by name."""
+    listed = subprocess.run([sys.executable, "-m", "hermes", "tools", "list", "--all"], capture_output=True,
+                            text=True, env=env, timeout=60).stdout
+    lines = [x.strip() for x in listed.splitlines() if x.strip()[:1] in ("✓", "✗")]
+    return {x.split()[1]: x for x in lines}
 
 
 def test_a_portal_login_that_expires_mid_session_is_renewed(hermes_home: Path, gw: GatewayHarness) -> None:

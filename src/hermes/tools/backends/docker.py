@@ -145,6 +145,8 @@ class DockerBackend(Backend):
         finally:
             with contextlib.suppress(OSError):
                 sock.close()
+            with contextlib.suppress(OSError):
+                raw.close()  # the SocketIO wrapper's close leaves the socket itself open
         code = api.exec_inspect(made["Id"]).get("ExitCode")
         elapsed = time.monotonic() - started
         exit_code = code if isinstance(code, int) else None
