@@ -67,3 +67,40 @@ def test_mounts_must_be_absolute_pairs_and_no_engine_is_a_clear_error(tmp_path: 
 
     config = {"terminal": {"backend": "docker", "docker": {"base_url": f"unix://{tmp_path}/no-docker.sock"}}}
     assert "no Docker Engine is reachable" in str(backend_problem(config, {}, None))
+
+
+def test_tools_and_execute_code_calls_in_one_container(engine: DockerEngine, hermes_home: Path) -> None:
+    """terminal, write_file and an execute_code script all act in the task's one container; the script's
+    hermes_tools calls come back through its mailbox folder (the container has no network)."""
+    import json
+
+    import yaml
+
+    import hermes.tools.code.tool
+    import hermes.tools.file.write
+    import hermes.tools.terminal.tool  # noqa: F401
+    from hermes.config.paths import HermesPaths
+    from hermes.config.settings import Settings
+    from hermes.tools.context import SESSION_END_KEY
+    from hermes.tools.registry import registry
+    from hermes.tools.session import SessionContext, ToolSession
+    from hermes.tools.toolsets import Surface
+
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump(
+        {"terminal": {"backend": "docker", "docker": engine.settings(memory="256m")}, "approvals": {"mode": "ask"}}))
+    settings = Settings.load(HermesPaths(hermes_home))
+    session = ToolSession(registry, ("execute_code", "terminal", "write_file"),
+                          SessionContext(surface=Surface.CLI, settings=settings, task_id="t-docker"))
+    code = ("import hermes_tools\n"
+            "hermes_tools.write_file(path='/root/made.txt', content='from the script\\n')\n"
+            "print(hermes_tools.terminal(command='cat /root/made.txt; hostname')['output'])\n")
+    try:
+        ran = json.loads(session.dispatch("terminal", {"command": "hostname"}).text)
+        out = json.loads(session.dispatch("execute_code", {"code": code, "timeout": 120}).text)
+    finally:
+        for callback in session.state.pop(SESSION_END_KEY, {}).values():
+            callback()
+    assert ran["exit_code"] == 0 and ran["sandbox"].startswith("docker container "), ran
+    assert out["tool_calls_made"] == 2 and "notes" not in out, out
+    assert out["stdout"].split() == ["from", "the", "script", ran["output"].strip()], out
+    assert not (hermes_home / "made.txt").exists()
