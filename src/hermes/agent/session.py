@@ -131,6 +131,25 @@ def new_agent(
         config=_config(settings), store=store, session_id=session_id, settings=settings,
     )
     agent.append({"role": "system", "content": system})
+    return _started(agent, settings, sink)
+
+
+#: the tools whose unfinished renders a session start follows again (``video_gen.auto_resume``)
+VIDEO_TOOLS = frozenset({"video_generate", "xai_video_edit", "xai_video_extend"})
+#: ``Agent.state`` key of the thread following them (joined by tests and by nothing else)
+VIDEO_RESUME_KEY = "video_auto_resume"
+
+
+def _started(agent: Agent, settings: Settings, sink: EventSink) -> Agent:
+    """A session that starts with a video tool picks up the renders a crash or restart left waiting."""
+    if VIDEO_TOOLS.isdisjoint(agent.tools):
+        return agent
+    from hermes.agent.events import Notice
+    from hermes.tools.video.autoresume import resume_in_background
+
+    thread = resume_in_background(settings, lambda text: sink.emit(Notice("info", text)))
+    if thread is not None:
+        agent.state[VIDEO_RESUME_KEY] = thread
     return agent
 
 
@@ -179,8 +198,8 @@ def open_agent(
     load_tools(settings, reg)
     info = store.get_session(resume_id)
     provider = provider or make_provider(settings, model)
-    return Agent(
+    return _started(Agent(
         provider=provider, registry=reg, sink=sink, surface=request.surface, tools=tuple(info.tools),
         messages=store.messages(info.id), config=_config(settings), store=store, session_id=info.id,
         settings=settings,
-    )
+    ), settings, sink)

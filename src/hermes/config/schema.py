@@ -373,6 +373,7 @@ SCHEMA = Schema(
         _section("video_gen", *_ROUTED, ("provider", "text"), ("model", "text"),
                  ("poll_seconds", "number", {"default": 5.0, "minimum": 0.001, "maximum": 300}),
                  ("wait_seconds", "number", {"default": 600.0, "minimum": 0, "maximum": 86_400}),
+                 ("auto_resume", "flag", {"default": True}),
                  open_tables=(ANY_TABLE,)),
         _section(
             "vision",

@@ -54,40 +54,65 @@ class LoginResult:
     account: Mapping[str, Any] | None = None
 
 
-def request_device_code(portal: str, scope: str = LOGIN_SCOPE) -> DeviceCode:
-    """Step 1; PortalError when the answer lacks any of the six fields."""
-    status, body = post_form(portal, "/api/oauth/device/code", {"client_id": CLIENT_ID, "scope": scope})
+@dataclass(frozen=True)
+class DeviceFlow:
+    """An OAuth device-code server (RFC 8628): where to ask, as which client, and how to name it in errors.
+    The Nous Portal's (:func:`nous_flow`) and xAI's (:mod:`hermes.routing.xai_oauth`) share this code."""
+
+    server: str
+    client_id: str
+    device_path: str
+    token_path: str
+    who: str
+    again: str
+    #: the fields the device answer must have (RFC 8628 makes ``verification_uri_complete`` optional)
+    required: tuple[str, ...] = _FIELDS
+    default_interval: float = 5.0
+
+
+def nous_flow(portal: str) -> DeviceFlow:
+    return DeviceFlow(portal, CLIENT_ID, "/api/oauth/device/code", "/api/oauth/token", f"the Nous Portal at {portal}",
+                      "hermes portal login")
+
+
+def request_device_code(portal: str | DeviceFlow, scope: str = LOGIN_SCOPE) -> DeviceCode:
+    """Step 1; PortalError when the answer lacks a required field."""
+    flow = portal if isinstance(portal, DeviceFlow) else nous_flow(portal)
+    status, body = post_form(flow.server, flow.device_path, {"client_id": flow.client_id, "scope": scope})
     if status != 200:
         code, text = oauth_error(body)
-        raise PortalError(f"the Nous Portal at {portal} refused to start a login (HTTP {status}, {code}: {text})")
-    missing = [name for name in _FIELDS if body.get(name) in (None, "")]
+        raise PortalError(f"{flow.who} refused to start a login (HTTP {status}, {code}: {text})")
+    missing = [name for name in flow.required if body.get(name) in (None, "")]
+    body.setdefault("interval", flow.default_interval)
     numbers = [body.get("expires_in"), body.get("interval")]
     if missing or not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
         what = ", ".join(missing) or "expires_in/interval as numbers"
-        raise PortalError(f"the Nous Portal at {portal} answered the login request without {what}")
+        raise PortalError(f"{flow.who} answered the login request without {what}")
     return DeviceCode(
         device_code=str(body["device_code"]),
         user_code=str(body["user_code"]),
         verification_uri=str(body["verification_uri"]),
-        verification_uri_complete=str(body["verification_uri_complete"]),
+        verification_uri_complete=str(body.get("verification_uri_complete") or body["verification_uri"]),
         expires_in=float(body["expires_in"]),
         interval=float(body["interval"]),
     )
 
 
-def wait_for_approval(portal: str, code: DeviceCode, *, sleep: Callable[[float], None] = time.sleep,
+def wait_for_approval(portal: str | DeviceFlow, code: DeviceCode, *, sleep: Callable[[float], None] = time.sleep,
                       clock: Callable[[], float] = time.monotonic) -> TokenResponse:
     """Step 3: poll until the code is approved, denied or expired."""
+    flow = portal if isinstance(portal, DeviceFlow) else nous_flow(portal)
     interval = min(max(code.interval, 1.0), _MAX_INTERVAL)
     deadline = clock() + code.expires_in
     failures = 0
-    form = {"grant_type": DEVICE_GRANT, "client_id": CLIENT_ID, "device_code": code.device_code}
+    form = {"grant_type": DEVICE_GRANT, "client_id": flow.client_id, "device_code": code.device_code}
+    expired = f"the login code expired before it was approved; run '{flow.again}' again"
     while True:
         if clock() + interval > deadline:
-            raise PortalError("the login code expired before it was approved; run 'hermes portal login' again")
+            raise PortalError(expired)
         sleep(interval)
         try:
-            status, body = post_form(portal, "/api/oauth/token", form, secrets=(code.device_code,))
+            status, body = post_form(flow.server, flow.token_path, form, secrets=(code.device_code,))
         except PortalError:
             failures += 1
             if failures >= _TRANSPORT_TRIES:
@@ -95,7 +120,7 @@ def wait_for_approval(portal: str, code: DeviceCode, *, sleep: Callable[[float],
             continue
         failures = 0
         if status == 200 and "access_token" in body:
-            return TokenResponse.from_body(body, portal)
+            return TokenResponse.from_body(body, flow.server)
         error, text = oauth_error(body, (code.device_code,))
         if error == "authorization_pending":
             continue
@@ -103,10 +128,10 @@ def wait_for_approval(portal: str, code: DeviceCode, *, sleep: Callable[[float],
             interval = min(interval + 1.0, _MAX_INTERVAL)
             continue
         if error == "access_denied":
-            raise PortalError("the login was denied on the portal; nothing was saved")
+            raise PortalError(f"the login was denied on {flow.who}; nothing was saved")
         if error == "expired_token":
-            raise PortalError("the login code expired before it was approved; run 'hermes portal login' again")
-        raise PortalError(f"the Nous Portal refused the login ({error}: {text})")
+            raise PortalError(expired)
+        raise PortalError(f"{flow.who} refused the login ({error}: {text})")
 
 
 def login(auth_path: Path, env: Mapping[str, str], portal: str, *, show: Callable[[DeviceCode], None],

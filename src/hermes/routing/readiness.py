@@ -9,14 +9,20 @@ adds what only this machine can answer, offline and instantly:
 * a local backend's programs (one of them on ``PATH`` of the environment given) and Python packages
   (found with ``importlib.util.find_spec``, never imported);
 * whether any tool of this installation serves the route at all (``Category.tools``); a category
-  without one is "not built yet", whatever its keys.
+  without one is "not built yet", whatever its keys;
+* whether the execution backend chosen by ``terminal.backend`` can run (:func:`backend_problem`): the
+  terminal, process_manage, execute_code and the file tools act through it, so their availability
+  checks ask it, and ``tools list`` never marks them ready for a backend that cannot start.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from hermes.routing.categories import CATEGORIES, Vendor
 
@@ -50,4 +56,46 @@ def local_problem(vendor: Vendor, env: Mapping[str, str]) -> str | None:
     missing = [p for p in vendor.packages if not _package_found(p)]
     if missing:
         return f"the Python package {', '.join(missing)}{hint}"
+    return None
+
+
+def _table(config: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    terminal = config.get("terminal") if isinstance(config, Mapping) else None
+    table = terminal.get(name) if isinstance(terminal, Mapping) else None
+    return table if isinstance(table, Mapping) else {}
+
+
+def backend_problem(config: Mapping[str, Any], env: Mapping[str, str], auth_path: Path | None) -> str | None:
+    """What keeps ``terminal.backend`` from running commands now (None: it can), offline and instant.
+
+    ``local``: nothing. ``modal``: the gateway route (login, entitlement, origin — the same answer as the
+    Terminal line of ``portal info``). ``docker``: the ``docker`` package, and for a Unix-socket engine
+    the socket. ``ssh``: the ``asyncssh`` package and ``terminal.ssh.host``. A backend from another
+    package is not judged here (its own errors say what is missing when it starts).
+    """
+    from hermes.routing.terminal import chosen_backend, terminal_route
+
+    backend = chosen_backend(config)
+    if backend == "modal":
+        from hermes.routing.credentials import load_credentials
+
+        if auth_path is None:
+            return "terminal.backend is modal, but no Nous Portal login can be read here"
+        route = terminal_route(config, env, load_credentials(auth_path, env))
+        return None if route.ready else (route.missing or route.message)
+    if backend == "docker":
+        if not _package_found("docker"):
+            return "terminal.backend is docker but the docker package is not installed (pip install 'hermes[docker]')"
+        base = str(_table(config, "docker").get("base_url") or env.get("DOCKER_HOST")
+                   or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock")
+        if base.startswith("unix://") and not os.path.exists(base[len("unix://"):]):
+            return (f"terminal.backend is docker but no Docker Engine is reachable: {base[len('unix://'):]} does "
+                    "not exist (start the engine, or set terminal.docker.base_url or DOCKER_HOST)")
+        return None
+    if backend == "ssh":
+        if not _package_found("asyncssh"):
+            return "terminal.backend is ssh but the asyncssh package is not installed (pip install 'hermes[ssh]')"
+        if not str(_table(config, "ssh").get("host") or "").strip():
+            return ("terminal.backend is ssh but terminal.ssh.host is not set; run 'hermes setup terminal' "
+                    "or 'hermes config set terminal.ssh.host HOST'")
     return None

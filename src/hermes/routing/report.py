@@ -254,7 +254,9 @@ def load_report(auth_path: Path, config: Mapping[str, Any], env: Mapping[str, st
 
     from hermes.routing.credentials import load_credentials
     from hermes.routing.portal_auth import AuthStore
+    from hermes.routing.stored_keys import with_stored
 
+    env = with_stored(env, auth_path)  # a key stored with 'hermes auth add' counts like its variable
     credentials = load_credentials(auth_path, env)
     entry = AuthStore(auth_path).nous() if credentials.token_source == "auth.json" else None
     return build_report(config, env, credentials, entry, time.time() if now is None else now)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-import os
 import re
 import sys
 import weakref
@@ -26,6 +25,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
+from hermes.plugins.loader import entry_points as plugin_entry_points
+from hermes.plugins.loader import import_file
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.registry import registry as global_registry
 
@@ -131,22 +132,6 @@ def discover_builtin_tools(registry: ToolRegistry) -> list[str]:
     return imported
 
 
-def _import_file(modname: str, path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        modname, path, submodule_search_locations=[str(path.parent)] if path.name == "__init__.py" else None
-    )
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(modname, None)
-        raise
-    return module
-
-
 #: what an upstream-style tool file writes to reach the registry (the seed's ``from tools.registry import
 #: registry``); such a file loads unchanged as a plugin
 _SEED_IMPORTS = (b"from tools.registry import", b"import tools.registry", b"from tools import registry")
@@ -189,7 +174,7 @@ def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
     loaded: list[str] = []
     init = folder / "__init__.py"
     if init.exists():
-        _import_file(pkgname, init)
+        import_file(pkgname, init)
         loaded.append(pkgname)
     else:
         # a package without __init__.py, so the plugin's modules can import each other relatively
@@ -203,32 +188,9 @@ def _load_plugin_folder(registry: ToolRegistry, folder: Path) -> list[str]:
         modname = f"{pkgname}.{path.stem}"
         sys.modules.pop(modname, None)
         with _seed_style_imports(path):
-            _import_file(modname, path)
+            import_file(modname, path)
         loaded.append(modname)
     return loaded
-
-
-def _any_distribution_declares(group: str) -> bool:
-    """A cheap pre-check: does any installed distribution's entry_points.txt name ``group``?
-
-    Importing importlib.metadata and scanning with it costs ~10 ms; reading the few entry_points.txt
-    files directly costs well under one, and in the common case (no plugin packages) is all we need.
-    """
-    marker = f"[{group}]".encode()
-    for entry in sys.path:
-        try:
-            with os.scandir(entry or ".") as it:
-                folders = [d.path for d in it if d.name.endswith((".dist-info", ".egg-info"))]
-        except OSError:
-            continue
-        for folder in folders:
-            try:  # plain open and bytes: most folders have no entry_points.txt, and this runs at every start
-                with open(os.path.join(folder, "entry_points.txt"), "rb") as fh:
-                    if marker in fh.read():
-                        return True
-            except OSError:
-                continue
-    return False
 
 
 def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_points: bool = True) -> list[str]:
@@ -255,17 +217,15 @@ def discover_plugins(registry: ToolRegistry, plugins_dir: Path | None, *, entry_
                         loaded += _load_plugin_folder(registry, item)
                     else:
                         modname = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', item.stem)}"
-                        _import_file(modname, item)
+                        import_file(modname, item)
                         loaded.append(modname)
             except Exception as exc:
                 prefix = f"hermes_plugins.{re.sub(r'[^0-9A-Za-z_]', '_', item.stem)}"
                 for modname in [m for m in sys.modules if m == prefix or m.startswith(prefix + ".")]:
                     del sys.modules[modname]
                 _record_failure(registry, source, f"plugin {item}", exc)
-    if entry_points and _any_distribution_declares(ENTRY_POINT_GROUP):
-        from importlib.metadata import entry_points as _eps
-
-        for ep in _eps(group=ENTRY_POINT_GROUP):
+    if entry_points:
+        for ep in plugin_entry_points(ENTRY_POINT_GROUP):
             source = f"entrypoint:{ep.name}"
             try:
                 with _loading(registry, source):

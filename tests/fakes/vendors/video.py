@@ -39,29 +39,60 @@ def tiny_mp4(seconds: float = 4.0) -> bytes:
         + _box(b"mdat", b"\x00" * 64)
 
 
-class FakeFalVideo(Recorder):
-    def __init__(self, key: str = "fal-test") -> None:
+class VideoFake(Recorder):
+    """What every video fake shares: its key, the jobs it holds, a scripted failure (``fail_with``), the MP4
+    it serves under ``/files/`` or another path, and the paid submits (every POST)."""
+
+    #: the authorization scheme the vendor expects (``Bearer KEY``; FAL: ``Key KEY``)
+    scheme = "Bearer"
+
+    def __init__(self, key: str, seconds: float) -> None:
         super().__init__()
         self.key = key
-        self.queue_positions: list[int] = [2, 1]
-        self.running_polls = 1
-        self.hold = False
         self.fail_with: str | None = None
-        self.video = tiny_mp4(4.0)
+        self.video = tiny_mp4(seconds)
         self.jobs: dict[str, dict[str, Any]] = {}
-        self.app = Starlette(routes=[Route("/files/{name}", self._file, methods=["GET"]),
-                                     Route("/{path:path}", self._dispatch, methods=["GET", "POST", "PUT"])])
 
     def submits(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r["method"] == "POST"]
+
+    def authorised(self, request: Request) -> bool:
+        return request.headers.get("authorization") == f"{self.scheme} {self.key}"
+
+    def refusal(self, message: str, status: int) -> Response:
+        """The vendor's error answer (overridden per vendor shape)."""
+        return JSONResponse({"error": message}, status)
 
     async def _file(self, request: Request) -> Response:
         await self.record(request)
         return Response(self.video, media_type="video/mp4")
 
+    async def polled_job(self, request: Request, param: str = "job_id") -> dict[str, Any] | Response:
+        """A status request: recorded, its key checked, its job found and its poll counted — or the refusal."""
+        await self.record(request)
+        if not self.authorised(request):
+            return self.refusal("Unauthorized", 401)
+        job = self.jobs.get(request.path_params[param])
+        if job is None:
+            return self.refusal("not found", 404)
+        job["polls"] += 1
+        return job
+
+
+class FakeFalVideo(VideoFake):
+    scheme = "Key"
+
+    def __init__(self, key: str = "fal-test") -> None:
+        super().__init__(key, 4.0)
+        self.queue_positions: list[int] = [2, 1]
+        self.running_polls = 1
+        self.hold = False
+        self.app = Starlette(routes=[Route("/files/{name}", self._file, methods=["GET"]),
+                                     Route("/{path:path}", self._dispatch, methods=["GET", "POST", "PUT"])])
+
     async def _dispatch(self, request: Request) -> Response:
         entry, _ = await self.record(request)
-        if request.headers.get("authorization") != f"Key {self.key}":
+        if not self.authorised(request):
             return JSONResponse({"detail": "Unauthorized"}, 401)
         path = request.url.path.strip("/")
         base = base_of(request)
@@ -100,31 +131,23 @@ class FakeFalVideo(Recorder):
                              "seed": 7})
 
 
-class FakeXaiVideo(Recorder):
+class FakeXaiVideo(VideoFake):
     def __init__(self, key: str = "xai-test") -> None:
-        super().__init__()
-        self.key = key
+        super().__init__(key, 6.0)
         self.pending_polls = 2
-        self.fail_with: str | None = None
-        self.video = tiny_mp4(6.0)
-        self.jobs: dict[str, dict[str, Any]] = {}
         self.app = Starlette(routes=[
             Route("/files/{name}", self._file, methods=["GET"]),
             Route("/v1/videos/{kind}", self._start, methods=["POST"]),
             Route("/v1/videos/{request_id}", self._status, methods=["GET"]),
         ])
 
-    def submits(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["method"] == "POST"]
-
-    async def _file(self, request: Request) -> Response:
-        await self.record(request)
-        return Response(self.video, media_type="video/mp4")
+    def refusal(self, message: str, status: int) -> Response:
+        return JSONResponse({"error": "Incorrect API key provided" if status == 401 else message}, status)
 
     async def _start(self, request: Request) -> Response:
         entry, _ = await self.record(request)
-        if request.headers.get("authorization") != f"Bearer {self.key}":
-            return JSONResponse({"error": "Incorrect API key provided"}, 401)
+        if not self.authorised(request):
+            return self.refusal("", 401)
         kind = request.path_params["kind"]
         if kind not in ("generations", "edits", "extensions"):
             return JSONResponse({"error": "not found"}, 404)
@@ -136,13 +159,9 @@ class FakeXaiVideo(Recorder):
         return JSONResponse({"request_id": request_id})
 
     async def _status(self, request: Request) -> Response:
-        await self.record(request)
-        if request.headers.get("authorization") != f"Bearer {self.key}":
-            return JSONResponse({"error": "Incorrect API key provided"}, 401)
-        job = self.jobs.get(request.path_params["request_id"])
-        if job is None:
-            return JSONResponse({"error": "not found"}, 404)
-        job["polls"] += 1
+        job = await self.polled_job(request, "request_id")
+        if isinstance(job, Response):
+            return job
         if job["polls"] <= self.pending_polls:
             return JSONResponse({"status": "pending", "progress": 50 * job["polls"] // (self.pending_polls + 1)})
         duration = job["body"].get("duration")
@@ -155,17 +174,14 @@ class FakeXaiVideo(Recorder):
                              "video": {"url": f"{base_of(request)}/files/{rid}.mp4", "duration": 6}})
 
 
-class FakeOpenRouterVideo(Recorder):
+class FakeOpenRouterVideo(VideoFake):
     """OpenRouter's video API (openrouter.ai/docs/api_reference/videos): ``GET /v1/videos/models`` (the
     catalog in ``catalog``), ``POST /v1/videos`` → 202 ``{"id", "polling_url", "status": "pending"}``,
     ``GET /v1/videos/{id}`` → ``pending``, ``in_progress`` (with ``progress``), then ``completed`` with
     signed ``urls`` (or ``failed`` with ``error`` when ``fail_with`` is set)."""
 
     def __init__(self, key: str = "or-test") -> None:
-        super().__init__()
-        self.key = key
-        self.fail_with: str | None = None
-        self.video = tiny_mp4(5.0)
+        super().__init__(key, 5.0)
         self.catalog: list[dict[str, Any]] = [
             {"id": "google/veo-3.1", "name": "Veo 3.1", "generate_audio": True, "seed": None,
              "supported_aspect_ratios": ["16:9", "9:16"], "supported_durations": [4, 6, 8],
@@ -174,7 +190,6 @@ class FakeOpenRouterVideo(Recorder):
              "supported_aspect_ratios": ["16:9"], "supported_durations": [5, 10], "supported_resolutions": ["1080p"],
              "supported_frame_images": []},
         ]
-        self.jobs: dict[str, dict[str, Any]] = {}
         self.app = Starlette(routes=[
             Route("/files/{name}", self._file, methods=["GET"]),
             Route("/v1/videos/models", self._models, methods=["GET"]),
@@ -182,42 +197,32 @@ class FakeOpenRouterVideo(Recorder):
             Route("/v1/videos/{job_id}", self._status, methods=["GET"]),
         ])
 
-    def submits(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["method"] == "POST"]
-
-    def _authorised(self, request: Request) -> bool:
-        return request.headers.get("authorization") == f"Bearer {self.key}"
-
-    async def _file(self, request: Request) -> Response:
-        await self.record(request)
-        return Response(self.video, media_type="video/mp4")
+    def refusal(self, message: str, status: int) -> Response:
+        text = "No auth credentials found" if status == 401 else message
+        return JSONResponse({"error": {"message": text, "code": status}}, status)
 
     async def _models(self, request: Request) -> Response:
         await self.record(request)
-        if not self._authorised(request):
-            return JSONResponse({"error": {"message": "No auth credentials found", "code": 401}}, 401)
+        if not self.authorised(request):
+            return self.refusal("", 401)
         return JSONResponse({"data": self.catalog})
 
     async def _submit(self, request: Request) -> Response:
         entry, _ = await self.record(request)
-        if not self._authorised(request):
-            return JSONResponse({"error": {"message": "No auth credentials found", "code": 401}}, 401)
+        if not self.authorised(request):
+            return self.refusal("", 401)
         body = entry["json"] or {}
         if body.get("model") not in {m["id"] for m in self.catalog}:
-            return JSONResponse({"error": {"message": "model not found", "code": 400}}, 400)
+            return self.refusal("model not found", 400)
         job_id = self.next_id("orv-")
         self.jobs[job_id] = {"body": body, "polls": 0}
         return JSONResponse({"id": job_id, "polling_url": f"/api/v1/videos/{job_id}", "status": "pending"}, 202)
 
     async def _status(self, request: Request) -> Response:
-        await self.record(request)
-        if not self._authorised(request):
-            return JSONResponse({"error": {"message": "No auth credentials found", "code": 401}}, 401)
+        job = await self.polled_job(request)
+        if isinstance(job, Response):
+            return job
         job_id = request.path_params["job_id"]
-        job = self.jobs.get(job_id)
-        if job is None:
-            return JSONResponse({"error": {"message": "not found", "code": 404}}, 404)
-        job["polls"] += 1
         if job["polls"] == 1:
             return JSONResponse({"id": job_id, "status": "pending"})
         if job["polls"] == 2:
@@ -229,17 +234,13 @@ class FakeOpenRouterVideo(Recorder):
                              "unsigned_urls": [f"/api/v1/videos/{job_id}/content?index=0"]})
 
 
-class FakeDeepInfraVideo(Recorder):
+class FakeDeepInfraVideo(VideoFake):
     """DeepInfra's OpenAI-compatible videos endpoint: ``GET /models/list`` (LLMs and video models mixed),
     ``POST /v1/openai/videos`` → ``{"id", "status": "queued"}``, ``GET /v1/openai/videos/{id}`` →
     ``processing`` once, then ``succeeded`` with a URL relative to the host (or ``failed``)."""
 
     def __init__(self, key: str = "di-test") -> None:
-        super().__init__()
-        self.key = key
-        self.fail_with: str | None = None
-        self.video = tiny_mp4(5.0)
-        self.jobs: dict[str, dict[str, Any]] = {}
+        super().__init__(key, 5.0)
         self.app = Starlette(routes=[
             Route("/generated/{name}", self._file, methods=["GET"]),
             Route("/models/list", self._models, methods=["GET"]),
@@ -247,20 +248,13 @@ class FakeDeepInfraVideo(Recorder):
             Route("/v1/openai/videos/{job_id}", self._status, methods=["GET"]),
         ])
 
-    def submits(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["method"] == "POST"]
-
-    def _authorised(self, request: Request) -> bool:
-        return request.headers.get("authorization") == f"Bearer {self.key}"
-
-    async def _file(self, request: Request) -> Response:
-        await self.record(request)
-        return Response(self.video, media_type="video/mp4")
+    def refusal(self, message: str, status: int) -> Response:
+        return JSONResponse({"detail": {"error": message}}, status)
 
     async def _models(self, request: Request) -> Response:
         await self.record(request)
-        if not self._authorised(request):
-            return JSONResponse({"detail": {"error": "Unauthorized"}}, 401)
+        if not self.authorised(request):
+            return self.refusal("Unauthorized", 401)
         return JSONResponse([
             {"model_name": "deepseek-ai/DeepSeek-V3.2", "type": "text-generation"},
             {"model_name": "Pixverse/Pixverse-T2V", "type": "text-to-video", "reported_type": "text-to-video"},
@@ -269,21 +263,17 @@ class FakeDeepInfraVideo(Recorder):
 
     async def _submit(self, request: Request) -> Response:
         entry, _ = await self.record(request)
-        if not self._authorised(request):
-            return JSONResponse({"detail": {"error": "Unauthorized"}}, 401)
+        if not self.authorised(request):
+            return self.refusal("Unauthorized", 401)
         job_id = self.next_id("videos_")
         self.jobs[job_id] = {"body": entry["json"], "polls": 0}
         return JSONResponse({"id": job_id, "status": "queued"})
 
     async def _status(self, request: Request) -> Response:
-        await self.record(request)
-        if not self._authorised(request):
-            return JSONResponse({"detail": {"error": "Unauthorized"}}, 401)
+        job = await self.polled_job(request)
+        if isinstance(job, Response):
+            return job
         job_id = request.path_params["job_id"]
-        job = self.jobs.get(job_id)
-        if job is None:
-            return JSONResponse({"detail": {"error": "not found"}}, 404)
-        job["polls"] += 1
         if job["polls"] == 1:
             return JSONResponse({"id": job_id, "status": "processing"})
         if self.fail_with is not None:

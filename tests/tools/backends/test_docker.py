@@ -1,47 +1,37 @@
-"""The ``docker`` backend against a real Docker Engine — skipped when none is reachable (the CI machine
-has no engine; these tests run where one is: the local socket or ``DOCKER_HOST``)."""
+"""The ``docker`` backend against a real Docker Engine: the machine's, or a throw-away ``dockerd`` the test
+starts (:mod:`fakes.dockerd`: root and Debian's docker.io); skipped, with the reason, where neither can run."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from fakes.dockerd import DockerEngine
 from hermes.tools.backends.base import BackendError
 from hermes.tools.backends.docker import DockerBackend
 
-IMAGE = os.environ.get("HERMES_TEST_DOCKER_IMAGE", "python:3.11-slim")
 
-
-def _engine() -> bool:
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    if host.startswith("unix://") and not os.path.exists(host[len("unix://"):]):
-        return False
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DockerEngine]:
+    found = DockerEngine(tmp_path_factory.mktemp("dockerd"))
     try:
-        import docker
-
-        with docker.from_env() as client:
-            client.ping()
-            client.images.get(IMAGE)
-        return True
-    except Exception:
-        return False
-
-
-needs_engine = pytest.mark.skipif(not _engine(), reason=f"no Docker Engine reachable (or no {IMAGE} image)")
+        found.start()
+    except RuntimeError as exc:
+        pytest.skip(str(exc)[:300])
+    yield found
+    found.stop()
 
 
 @pytest.fixture
-def box() -> Iterator[DockerBackend]:
-    backend = DockerBackend({"image": IMAGE, "memory": "256m", "cpus": 0.5})
+def box(engine: DockerEngine) -> Iterator[DockerBackend]:
+    backend = DockerBackend(engine.settings(memory="256m", cpus=0.5))
     yield backend
     backend.close()
 
 
-@needs_engine
-def test_commands_files_limits_and_no_host_mounts(box: DockerBackend, tmp_path: Path) -> None:
+def test_commands_files_limits_and_no_host_mounts(box: DockerBackend, engine: DockerEngine, tmp_path: Path) -> None:
     out = box.run("echo hi; echo err >&2; exit 3", cwd=None, env={}, timeout=30)
     assert out["exit_code"] == 3 and "hi" in out["output"] and "err" in out["output"]
     assert box.run("sleep 10", cwd=None, env={}, timeout=1)["timed_out"] is True
@@ -58,8 +48,12 @@ def test_commands_files_limits_and_no_host_mounts(box: DockerBackend, tmp_path: 
     box.close()
     import docker
 
-    with pytest.raises(docker.errors.NotFound):
-        docker.from_env().containers.get(container)
+    client = docker.DockerClient(base_url=engine.base_url)
+    try:
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(container)
+    finally:
+        client.close()
 
 
 def test_mounts_must_be_absolute_pairs_and_no_engine_is_a_clear_error(tmp_path: Path) -> None:
@@ -68,3 +62,45 @@ def test_mounts_must_be_absolute_pairs_and_no_engine_is_a_clear_error(tmp_path: 
     nowhere = DockerBackend({"base_url": f"unix://{tmp_path}/no-docker.sock"})
     with pytest.raises(BackendError, match="no Docker Engine is reachable"):
         nowhere.exec("true")
+    # and tools list says so before anything runs (the same words, from the offline readiness check)
+    from hermes.routing.readiness import backend_problem
+
+    config = {"terminal": {"backend": "docker", "docker": {"base_url": f"unix://{tmp_path}/no-docker.sock"}}}
+    assert "no Docker Engine is reachable" in str(backend_problem(config, {}, None))
+
+
+def test_tools_and_execute_code_calls_in_one_container(engine: DockerEngine, hermes_home: Path) -> None:
+    """terminal, write_file and an execute_code script all act in the task's one container; the script's
+    hermes_tools calls come back through its mailbox folder (the container has no network)."""
+    import json
+
+    import yaml
+
+    import hermes.tools.code.tool
+    import hermes.tools.file.write
+    import hermes.tools.terminal.tool  # noqa: F401
+    from hermes.config.paths import HermesPaths
+    from hermes.config.settings import Settings
+    from hermes.tools.context import SESSION_END_KEY
+    from hermes.tools.registry import registry
+    from hermes.tools.session import SessionContext, ToolSession
+    from hermes.tools.toolsets import Surface
+
+    (hermes_home / "config.yaml").write_text(yaml.safe_dump(
+        {"terminal": {"backend": "docker", "docker": engine.settings(memory="256m")}, "approvals": {"mode": "ask"}}))
+    settings = Settings.load(HermesPaths(hermes_home))
+    session = ToolSession(registry, ("execute_code", "terminal", "write_file"),
+                          SessionContext(surface=Surface.CLI, settings=settings, task_id="t-docker"))
+    code = ("import hermes_tools\n"
+            "hermes_tools.write_file(path='/root/made.txt', content='from the script\\n')\n"
+            "print(hermes_tools.terminal(command='cat /root/made.txt; hostname')['output'])\n")
+    try:
+        ran = json.loads(session.dispatch("terminal", {"command": "hostname"}).text)
+        out = json.loads(session.dispatch("execute_code", {"code": code, "timeout": 120}).text)
+    finally:
+        for callback in session.state.pop(SESSION_END_KEY, {}).values():
+            callback()
+    assert ran["exit_code"] == 0 and ran["sandbox"].startswith("docker container "), ran
+    assert out["tool_calls_made"] == 2 and "notes" not in out, out
+    assert out["stdout"].split() == ["from", "the", "script", ran["output"].strip()], out
+    assert not (hermes_home / "made.txt").exists()

@@ -112,22 +112,33 @@ def test_keep_sandbox_leaves_it_running(hermes_home: Path, gw: GatewayHarness) -
     httpx.post(f"{gw.relay_url('modal')}/v1/sandboxes/{sandbox}/terminate", headers=headers, json={}, timeout=30)
 
 
-def test_execute_code_runs_in_the_sandbox_and_says_tool_calls_cannot_come_back(task: Task) -> None:
+def test_execute_code_runs_in_the_sandbox_and_its_tool_calls_come_back(task: Task) -> None:
+    """The script runs in the gateway's sandbox; its hermes_tools calls reach this session's dispatch through
+    the run's mailbox folder there (no socket can reach back through the relay) and act on the same sandbox."""
     from hermes.tools.session import SessionContext, ToolSession
 
-    code = "import os\nprint('in', os.getcwd())\nimport hermes_tools\nprint(hermes_tools.terminal(command='true'))\n"
-    session = ToolSession(registry, ("execute_code", "terminal"),
+    code = ("import os, hermes_tools\nprint('in', os.getcwd())\n"
+            "made = hermes_tools.write_file(path='from-script.txt', content='via the mailbox\\n')\n"
+            "ran = hermes_tools.terminal(command='cat from-script.txt; echo $((6*7))')\n"
+            "print('ran', ran['exit_code'], ran['output'].split())\n"
+            "try:\n    hermes_tools._call('memory', {})\nexcept hermes_tools.HermesToolsError as exc:\n"
+            "    print('refused:', exc)\n")
+    session = ToolSession(registry, ("execute_code", "terminal", "write_file"),
                           SessionContext(surface=Surface.CLI, settings=task.session.settings, task_id="t-modal-code"))
     try:
-        out = json.loads(session.dispatch("execute_code", {"code": code}).text)
+        out = json.loads(session.dispatch("execute_code", {"code": code, "timeout": 120}).text)
         home = json.loads(session.dispatch("terminal", {"command": "pwd"}).text)["output"].strip()
+        kept = json.loads(session.dispatch("terminal", {"command": "cat from-script.txt"}).text)["output"]
     finally:
         for callback in session.state.pop(SESSION_END_KEY, {}).values():
             callback()
     assert "stdout" in out, out
     assert f"in {home}" in out["stdout"], out
-    assert any("cannot call tools" in n for n in out["notes"]) and out["tool_calls_made"] == 0
+    assert "ran 0 ['via', 'the', 'mailbox', '42']" in out["stdout"], out
+    assert "refused: tool 'memory' is not available to scripts" in out["stdout"], out
+    assert out["tool_calls_made"] == 2 and "notes" not in out, out
     assert out["sandbox"].startswith("modal sandbox ")
+    assert kept == "via the mailbox\n"  # written in the sandbox, by the script's call
 
 
 def test_the_floor_applies_before_the_gateway_is_called(task: Task) -> None:
@@ -161,11 +172,27 @@ def test_portal_info_and_status_show_the_terminal_route(hermes_home: Path, gw: G
     text = subprocess.run([sys.executable, "-m", "hermes", "status", "--full"], capture_output=True, text=True,
                           env=env, timeout=60).stdout
     assert "commands and files are on the modal backend" in text
+    tools = _tool_lines(env)
+    assert all(tools[name].startswith("✓") for name in BACKEND_TOOLS), tools
     Task(hermes_home, gw, "nora")
     info = subprocess.run([sys.executable, "-m", "hermes", "portal", "info"], capture_output=True, text=True,
                           env=env, timeout=60)
     line = next(x for x in info.stdout.splitlines() if x.strip().startswith("Terminal"))
     assert "✗" in line
+    tools = _tool_lines(env)  # no entitlement: the tools that act through the backend are not ready either
+    for name in BACKEND_TOOLS:
+        assert tools[name].startswith("✗") and "terminal.backend is modal" in tools[name], tools[name]
+
+
+BACKEND_TOOLS = ("terminal", "process_manage", "execute_code", "read_file", "write_file", "patch", "search_files")
+
+
+def _tool_lines(env: dict[str, str]) -> dict[str, str]:
+    """``hermes tools list --all``: each tool's line (``✓ name …`` / ``✗ name — unavailable: …``) by name."""
+    listed = subprocess.run([sys.executable, "-m", "hermes", "tools", "list", "--all"], capture_output=True,
+                            text=True, env=env, timeout=60).stdout
+    lines = [x.strip() for x in listed.splitlines() if x.strip()[:1] in ("✓", "✗")]
+    return {x.split()[1]: x for x in lines}
 
 
 def test_a_portal_login_that_expires_mid_session_is_renewed(hermes_home: Path, gw: GatewayHarness) -> None:

@@ -1,4 +1,7 @@
-"""Fixtures of the video tool tests: one FAL and one xAI video fake per module, a fresh fake per test."""
+"""Fixtures of the video tool tests: one FAL and one xAI video fake per module, a fresh fake per test.
+
+A module about one backend alone names it in ``FAKE = (fake class, provider, key variable, base URL path)``
+and asks for ``fake``: a fresh fake behind the module's one server, its key set and config.yaml choosing it."""
 
 from __future__ import annotations
 
@@ -35,6 +38,26 @@ def fakes(running: dict[str, tuple[SwapApp, ServerThread]]) -> dict[str, Any]:
         running[name][0].app = out[name].app
         out[f"{name}_url"] = running[name][1].url
     return out
+
+
+@pytest.fixture(scope="module")
+def one_server(request: pytest.FixtureRequest) -> Iterator[tuple[SwapApp, ServerThread]]:
+    swap = SwapApp(request.module.FAKE[0]().app)
+    with ServerThread(swap, lifespan="off") as thread:
+        yield swap, thread
+
+
+@pytest.fixture
+def fake(request: pytest.FixtureRequest, one_server: tuple[SwapApp, ServerThread], home: Path,
+         monkeypatch: pytest.MonkeyPatch) -> Any:
+    make, provider, variable, path = request.module.FAKE
+    made = make()
+    one_server[0].app = made.app
+    monkeypatch.setenv(variable, made.key)
+    (home / "config.yaml").write_text(f"video_gen:\n  provider: {provider}\n  poll_seconds: 0.001\n"
+                                      f"  {provider}:\n    base_url: {one_server[1].url}{path}\n", encoding="utf-8")
+    registry.invalidate_checks()
+    return made
 
 
 @pytest.fixture

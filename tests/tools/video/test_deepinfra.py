@@ -3,36 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from fakes.vendors.fal import SwapApp
-from fakes.vendors.server import ServerThread
 from fakes.vendors.video import FakeDeepInfraVideo
 from hermes.config.settings import Settings
 from hermes.tools.registry import registry
 from hermes.tools.session import SessionContext, ToolSession
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[tuple[SwapApp, ServerThread]]:
-    swap = SwapApp(FakeDeepInfraVideo().app)
-    with ServerThread(swap, lifespan="off") as thread:
-        yield swap, thread
-
-
-@pytest.fixture
-def fake(server: tuple[SwapApp, ServerThread], home: Path, monkeypatch: pytest.MonkeyPatch) -> FakeDeepInfraVideo:
-    made = FakeDeepInfraVideo()
-    server[0].app = made.app
-    monkeypatch.setenv("DEEPINFRA_API_KEY", "di-test")
-    (home / "config.yaml").write_text(f"video_gen:\n  provider: deepinfra\n  poll_seconds: 0.001\n"
-                                      f"  deepinfra:\n    base_url: {server[1].url}\n", encoding="utf-8")
-    registry.invalidate_checks()
-    return made
+FAKE = (FakeDeepInfraVideo, "deepinfra", "DEEPINFRA_API_KEY", "")
 
 
 def call(args: dict[str, Any]) -> dict[str, Any]:

@@ -4,36 +4,17 @@ per-model limits from it, submit, poll with progress, download from the signed U
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fakes.vendors.fal import SwapApp
-from fakes.vendors.server import ServerThread
 from fakes.vendors.video import FakeOpenRouterVideo
 from hermes.config.settings import Settings
 from hermes.tools.registry import registry
 from hermes.tools.session import SessionContext, ToolSession
 
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[tuple[SwapApp, ServerThread]]:
-    swap = SwapApp(FakeOpenRouterVideo().app)
-    with ServerThread(swap, lifespan="off") as thread:
-        yield swap, thread
-
-
-@pytest.fixture
-def fake(server: tuple[SwapApp, ServerThread], home: Path, monkeypatch: pytest.MonkeyPatch) -> FakeOpenRouterVideo:
-    made = FakeOpenRouterVideo()
-    server[0].app = made.app
-    monkeypatch.setenv("OPENROUTER_API_KEY", "or-test")
-    (home / "config.yaml").write_text(f"video_gen:\n  provider: openrouter\n  poll_seconds: 0.001\n"
-                                      f"  openrouter:\n    base_url: {server[1].url}/v1\n", encoding="utf-8")
-    registry.invalidate_checks()
-    return made
+FAKE = (FakeOpenRouterVideo, "openrouter", "OPENROUTER_API_KEY", "/v1")
 
 
 def tools() -> ToolSession:

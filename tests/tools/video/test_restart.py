@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from hermes.store.video_jobs import VideoJobStore
+from hermes.store.video_jobs import VideoJob, VideoJobStore
 
 CALL = ("import hermes.tools.video.tool; from hermes.tools.registry import registry; "
         "print(registry.dispatch('video_generate', {'prompt': 'a long render', 'duration': 6}))")
@@ -33,8 +33,8 @@ def wait_for(predicate: Any, what: str, limit: float = 60.0) -> None:
         time.sleep(0.02)
 
 
-def test_killed_process_is_resumed_and_pays_once(home: Path, fakes: dict[str, Any],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def killed_mid_render(home: Path, fakes: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> VideoJob:
+    """A real process submits a render (paid), polls once and is SIGKILLed; the stored job it leaves."""
     monkeypatch.setenv("FAL_KEY", "fal-test")
     (home / "config.yaml").write_text(f"video_gen:\n  provider: fal\n  poll_seconds: 0.01\n"
                                       f"  fal:\n    base_url: {fakes['fal_url']}\n", encoding="utf-8")
@@ -51,6 +51,13 @@ def test_killed_process_is_resumed_and_pays_once(home: Path, fakes: dict[str, An
     assert first.returncode == -signal.SIGKILL
     with VideoJobStore.in_home(home) as store:
         [job] = store.unfinished()
+    return job
+
+
+def test_killed_process_is_resumed_and_pays_once(home: Path, fakes: dict[str, Any],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    job = killed_mid_render(home, fakes, monkeypatch)
+    fal = fakes["fal"]
     assert job.state == "queued" and job.vendor_job_id is not None and job.vendor_job_id.startswith("vreq-")
     assert job.backend == "fal" and job.cost_estimate == pytest.approx(2.4)
 
@@ -67,3 +74,35 @@ def test_killed_process_is_resumed_and_pays_once(home: Path, fakes: dict[str, An
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0 and job.id in listed.stdout and "done" in listed.stdout, listed.stdout
     assert "fal/fal-ai/veo3.1" in listed.stdout and "~$2.40" in listed.stdout
+
+
+def test_the_next_session_with_video_tools_resumes_the_render_by_itself(home: Path, fakes: dict[str, Any],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.agent.events import Notice, RecordingSink
+    from hermes.agent.session import VIDEO_RESUME_KEY, new_agent
+    from hermes.config.settings import Settings
+    from hermes.tools.toolsets import Surface
+
+    job = killed_mid_render(home, fakes, monkeypatch)
+    fakes["fal"].hold = False
+    with (home / "config.yaml").open("a", encoding="utf-8") as fh:  # a model the session never calls
+        fh.write("model:\n  base_url: http://127.0.0.1:9/v1\n  name: scripted\n")
+    sink = RecordingSink()
+    agent = new_agent(Settings.load(), Surface.CLI, sink, requested=["video_gen"])
+    try:
+        assert "video_generate" in agent.tools
+        agent.state[VIDEO_RESUME_KEY].join(120)
+    finally:
+        agent.close()
+    said = [e.message for e in sink.of_type(Notice) if isinstance(e, Notice)]
+    assert said[0].startswith(f"resuming 1 unfinished video job in the background ({job.id})"), said
+    assert said[1].startswith(f"video job {job.id} finished: saved "), said
+    saved = Path(said[1].split("saved ", 1)[1])
+    assert saved.read_bytes()[4:8] == b"ftyp" and saved.with_name(saved.name + ".json").exists()
+    assert len(fakes["fal"].submits()) == 1  # paid once
+    with VideoJobStore.in_home(home) as store:
+        assert store.unfinished() == []
+    # the next session has nothing left to wait for
+    again = new_agent(Settings.load(), Surface.CLI, RecordingSink(), requested=["video_gen"])
+    assert VIDEO_RESUME_KEY not in again.state
+    again.close()

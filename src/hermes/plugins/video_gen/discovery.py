@@ -11,23 +11,23 @@ Three sources, each giving one :class:`~hermes.plugins.video_gen.base.VideoBacke
 
 A built-in name cannot be taken over by a plugin; a plugin that fails to import, or exposes no backend,
 is skipped with the reason kept in :attr:`Backends.errors`. Imports happen once per folder per process
-(nothing is imported until a video tool or command asks).
+(nothing is imported until a video tool or command asks), through the loader every plugin kind shares
+(:mod:`hermes.plugins.loader`, also the tool plugins').
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import logging
 import pkgutil
 import re
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hermes.plugins.loader import entry_points, import_file
 from hermes.plugins.video_gen.base import VideoBackend
 
 logger = logging.getLogger(__name__)
@@ -107,26 +107,14 @@ def _load_folder(folder: Path, into: Backends) -> None:
         source = f"plugin:{path.name}"
         module_name = f"_hermes_video_gen_plugin_{path.name.replace('-', '_')}"
         try:
-            spec = importlib.util.spec_from_file_location(module_name, init, submodule_search_locations=[str(path)])
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load {init}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                sys.modules.pop(module_name, None)
-                raise
-            into._add(_backend_of(module, str(init)), source)
+            into._add(_backend_of(import_file(module_name, init), str(init)), source)
         except Exception as exc:
             into.errors[source] = f"{type(exc).__name__}: {exc}"
             logger.warning("video backend plugin %s skipped: %s", init, exc)
 
 
 def _load_entry_points(into: Backends) -> None:
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in entry_points(ENTRY_POINT_GROUP):
         source = f"entrypoint:{ep.name}"
         try:
             into._add(_backend_of(ep.load(), source), source)

@@ -19,17 +19,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from hermes.tools.backends import shellfs
-from hermes.tools.backends.base import (
-    CLIENT_GRACE,
-    DEFAULT_MAX_CHARS,
-    Backend,
-    BackendError,
-    ByteCap,
-    ExecResult,
-    FileStat,
-    shell_line,
-)
+from hermes.tools.backends.base import CLIENT_GRACE, DEFAULT_MAX_CHARS, BackendError, ByteCap, ExecResult, shell_line
+from hermes.tools.backends.shellfs import ShellFilesBackend
 
 DEFAULT_IMAGE = "python:3.11-slim"
 
@@ -48,7 +39,7 @@ def _mounts(value: Any) -> dict[str, dict[str, str]]:
     return out
 
 
-class DockerBackend(Backend):
+class DockerBackend(ShellFilesBackend):
     """One container (see the module docstring)."""
 
     name = "docker"
@@ -145,17 +136,10 @@ class DockerBackend(Backend):
         finally:
             with contextlib.suppress(OSError):
                 sock.close()
+            with contextlib.suppress(OSError):
+                raw.close()  # the SocketIO wrapper's close leaves the socket itself open
         code = api.exec_inspect(made["Id"]).get("ExitCode")
         elapsed = time.monotonic() - started
         exit_code = code if isinstance(code, int) else None
         return ExecResult(cap.value(), cap.total, exit_code, elapsed,
                           timed_out=exit_code == 124 and elapsed >= timeout - 0.5, connection_lost=lost)
-
-    def stat(self, path: str) -> FileStat | None:
-        return shellfs.stat(self, path)
-
-    def read_bytes(self, path: str, max_bytes: int) -> bytes:
-        return shellfs.read_bytes(self, path, max_bytes)
-
-    def write_bytes(self, path: str, data: bytes, mode: int | None = None) -> FileStat:
-        return shellfs.write_bytes(self, path, data, mode)

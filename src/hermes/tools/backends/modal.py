@@ -23,17 +23,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from hermes.tools.asyncbridge import run_sync
-from hermes.tools.backends import shellfs
-from hermes.tools.backends.base import (
-    CLIENT_GRACE,
-    DEFAULT_MAX_CHARS,
-    Backend,
-    BackendError,
-    ByteCap,
-    ExecResult,
-    FileStat,
-    shell_line,
-)
+from hermes.tools.backends.base import CLIENT_GRACE, DEFAULT_MAX_CHARS, BackendError, ByteCap, ExecResult, shell_line
+from hermes.tools.backends.shellfs import ShellFilesBackend
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -45,7 +36,7 @@ MAX_ANSWER = 64 * 1024 * 1024
 DEFAULT_IMAGE = "python:3.11"
 
 
-class ModalBackend(Backend):
+class ModalBackend(ShellFilesBackend):
     """Commands and files in one gateway sandbox (see the module docstring)."""
 
     name = "modal"
@@ -185,13 +176,3 @@ class ModalBackend(Backend):
             raise BackendError(f"{self.describe()}: the command could not start")
         return ExecResult(cap.value(), cap.total + (1 if answer.get("truncated") else 0), exit_code,
                           time.monotonic() - started, timed_out=timed_out)
-
-    # -- files -------------------------------------------------------------------------------------------
-    def stat(self, path: str) -> FileStat | None:
-        return shellfs.stat(self, path)
-
-    def read_bytes(self, path: str, max_bytes: int) -> bytes:
-        return shellfs.read_bytes(self, path, max_bytes)
-
-    def write_bytes(self, path: str, data: bytes, mode: int | None = None) -> FileStat:
-        return shellfs.write_bytes(self, path, data, mode)

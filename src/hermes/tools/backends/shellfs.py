@@ -2,7 +2,8 @@
 
 ``stat`` is one ``stat -L -c`` line; a read is ``base64`` of the file (refused past the size asked for);
 a write sends the bytes base64-encoded on stdin to a temporary file beside the target, which is then
-renamed over it (atomic there). Each is one command on the backend.
+renamed over it (atomic there). Each is one command on the backend. :class:`ShellFilesBackend` is the
+base class of the backends whose files are all done this way (``docker``, ``modal``).
 """
 
 from __future__ import annotations
@@ -66,3 +67,16 @@ def write_bytes(backend: Backend, path: str, data: bytes, mode: int | None) -> F
     if found is None:
         raise BackendError(f"{path} vanished on {backend.describe()} right after it was written")
     return found
+
+
+class ShellFilesBackend(Backend):
+    """A backend whose file primitives are the shell commands above (it implements ``exec`` and the rest)."""
+
+    def stat(self, path: str) -> FileStat | None:
+        return stat(self, path)
+
+    def read_bytes(self, path: str, max_bytes: int) -> bytes:
+        return read_bytes(self, path, max_bytes)
+
+    def write_bytes(self, path: str, data: bytes, mode: int | None = None) -> FileStat:
+        return write_bytes(self, path, data, mode)

@@ -2,12 +2,14 @@
 
 The script and the generated ``hermes_tools`` module go to a private folder in the backend's temp dir;
 ``python3 script.py`` runs there in the backend's working directory with a minimal environment (no
-hermes variable, no key), stderr into a file of that folder. The RPC server runs here as for a local run;
-on a backend that can forward a Unix socket back to this machine (``ssh``: OpenSSH stream-local
-forwarding) the stub connects to ``rpc.sock`` in the run folder there, so every tool call runs here
-through the calling session's dispatch — with its approvals and its backend, so ``read_file`` in the
-script reads the same server's files. On other backends the script runs but its tool calls fail with a
-message saying so (the result's ``notes`` say it too).
+hermes variable, no key), stderr into a file of that folder. The RPC server runs here as for a local run
+and every tool call runs here through the calling session's dispatch — with its approvals and its
+backend, so ``read_file`` in the script reads the same server's or container's files. The way back:
+
+* a backend that can forward a Unix socket back to this machine (``ssh``: OpenSSH stream-local
+  forwarding) gives the stub ``rpc.sock`` in the run folder there;
+* any other (``docker``, ``modal``, a plugin's) carries the same messages through files of the run
+  folder, moved by commands hermes runs there (:mod:`.mailbox`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes.redact import redact, secret_values
-from hermes.tools.backends.base import Backend, BackendError
+from hermes.tools.backends.base import Backend, BackendError, ExecResult
 from hermes.tools.code.limits import CodeLimits
+from hermes.tools.code.mailbox import Mailbox
 from hermes.tools.code.rpc import Dispatcher, RpcServer
 from hermes.tools.code.stub import render_module
 from hermes.tools.registry import ToolEntry
@@ -43,7 +46,7 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
 
 @contextlib.contextmanager
 def _channel(backend: Backend, server: RpcServer, remote_dir: str) -> Iterator[str | None]:
-    """The socket path the stub uses there, or None when no way back to this machine exists."""
+    """The socket path the stub uses there, or None when the backend forwards no socket (then: a mailbox)."""
     tunnel = getattr(backend, "tunnel_unix", None)
     if tunnel is None or server.transport != "unix":
         yield None
@@ -65,19 +68,26 @@ def run_remote(backend: Backend, code: str, *, timeout: float, entries: Sequence
     try:
         backend.exec(f"mkdir -m 700 -p {q(remote_dir)}", timeout=30)
         server.start()
-        with _channel(backend, server, remote_dir) as address:
-            if address is None:
-                notes.append(f"scripts on the {backend.name} backend cannot call tools (no way back to hermes "
-                             "from there); hermes_tools calls fail")
-            module = render_module(entries, address or f"{remote_dir}/no-rpc.sock", server.token,
-                                   limits.max_message_bytes)
+        with _channel(backend, server, remote_dir) as socket_path:
+            mailbox = Mailbox(backend, server, f"{remote_dir}/mail") if socket_path is None else None
+            address: str | dict[str, Any] = socket_path or {}
+            if mailbox is not None:
+                mailbox.install()
+                address = {**mailbox.address, "wait": timeout + 60}
+            module = render_module(entries, address, server.token, limits.max_message_bytes)
             backend.write_bytes(f"{remote_dir}/{MODULE_NAME}", module.encode("utf-8"), 0o600)
             backend.write_bytes(f"{remote_dir}/{SCRIPT_NAME}", code.encode("utf-8"), 0o600)
             env = {"PYTHONPATH": remote_dir, "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8",
                    "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": remote_dir}
             line = f"exec python3 {q(remote_dir + '/' + SCRIPT_NAME)} 2> {q(remote_dir + '/stderr')}"
-            result = backend.exec(line, cwd=backend.default_cwd(), env=env, timeout=timeout,
-                                  max_bytes=limits.max_output_chars * 4)
+            if mailbox is not None:  # the pump stops waiting once the script has ended
+                line = f"{line[5:]}; code=$?; : > {q(mailbox.done_marker)}; exit $code"
+
+            def script() -> ExecResult:
+                return backend.exec(line, cwd=backend.default_cwd(), env=env, timeout=timeout,
+                                    max_bytes=limits.max_output_chars * 4)
+
+            result = mailbox.serve_while(script) if mailbox is not None else script()
         try:
             err = backend.read_bytes(f"{remote_dir}/stderr", limits.max_stderr_chars * 64)
         except BackendError:

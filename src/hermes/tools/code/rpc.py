@@ -194,14 +194,23 @@ class RpcServer:
             return
         else:
             reply = self._answer(raw)
+        payload = self._encode(reply)
+        conn.settimeout(_WRITE_TIMEOUT)
+        with contextlib.suppress(OSError):
+            write_frame(conn, payload)
+
+    def reply(self, raw: bytes) -> bytes:
+        """The encoded answer to one request message (also for transports other than the socket:
+        :mod:`hermes.tools.code.mailbox` carries the same messages through files)."""
+        return self._encode(self._answer(raw))
+
+    def _encode(self, reply: dict[str, Any]) -> bytes:
         payload = json.dumps(reply, default=str).encode("ascii")  # ASCII: lone surrogates cannot break it
         if len(payload) > self.max_message_bytes:
             payload = json.dumps({"ok": True, "result": {
                 "error": f"the tool result of {len(payload)} bytes exceeds the limit of "
                          f"{self.max_message_bytes} bytes"}}).encode("utf-8")
-        conn.settimeout(_WRITE_TIMEOUT)
-        with contextlib.suppress(OSError):
-            write_frame(conn, payload)
+        return payload
 
     def _answer(self, raw: bytes) -> dict[str, Any]:
         try:

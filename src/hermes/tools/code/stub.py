@@ -3,7 +3,9 @@
 The module holds one function per tool the script may call, named like the tool, taking the tool's
 parameters as arguments (required ones first, optional ones defaulting to None, which means "not
 given") and documented with the tool's description and parameter list. Each function sends the
-call to the parent over the run's socket (see :mod:`hermes.tools.code.rpc`) and returns the tool's
+call to the parent over the run's socket (see :mod:`hermes.tools.code.rpc`), or through the run's
+mailbox folder on a backend with no socket back (``address`` ``{"mailbox": folder, "wait": seconds}``,
+see :mod:`hermes.tools.code.mailbox`), and returns the tool's
 result as a dict (``{"error": ...}`` when the tool failed). Protocol failures (the parent is gone, a
 refused call) raise ``hermes_tools.HermesToolsError``.
 
@@ -41,11 +43,7 @@ def _recv_exact(sock, size):
     return data
 
 
-def _call(tool, args):
-    payload = _json.dumps({"token": _TOKEN, "tool": tool, "args": args}).encode("utf-8")
-    if len(payload) > _MAX_MESSAGE_BYTES:
-        raise HermesToolsError(
-            "arguments of %s are %d bytes; the limit is %d" % (tool, len(payload), _MAX_MESSAGE_BYTES))
+def _send(payload):
     if isinstance(_ADDRESS, str):
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     else:
@@ -55,11 +53,44 @@ def _call(tool, args):
             sock.connect(_ADDRESS)
             sock.sendall(_struct.pack(">I", len(payload)) + payload)
             (size,) = _struct.unpack(">I", _recv_exact(sock, 4))
-            reply = _json.loads(_recv_exact(sock, size).decode("utf-8"))
+            return _json.loads(_recv_exact(sock, size).decode("utf-8"))
         except OSError as exc:
             raise HermesToolsError("cannot reach the hermes parent: %s" % exc) from None
     finally:
         sock.close()
+
+
+def _mail(payload):
+    import os
+    import time
+    import uuid
+
+    box = _ADDRESS["mailbox"]
+    name = uuid.uuid4().hex
+    part = os.path.join(box, ".req-" + name)
+    with open(part, "wb") as fh:
+        fh.write(payload)
+    os.rename(part, os.path.join(box, "req-" + name + ".json"))
+    answer = os.path.join(box, "resp-" + name + ".json")
+    deadline = time.monotonic() + float(_ADDRESS.get("wait", 600))
+    delay = 0.002
+    while not os.path.exists(answer):
+        if time.monotonic() > deadline:
+            raise HermesToolsError("no answer from the hermes parent")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+    with open(answer, "rb") as fh:
+        data = fh.read()
+    os.unlink(answer)
+    return _json.loads(data.decode("utf-8"))
+
+
+def _call(tool, args):
+    payload = _json.dumps({"token": _TOKEN, "tool": tool, "args": args}).encode("utf-8")
+    if len(payload) > _MAX_MESSAGE_BYTES:
+        raise HermesToolsError(
+            "arguments of %s are %d bytes; the limit is %d" % (tool, len(payload), _MAX_MESSAGE_BYTES))
+    reply = _mail(payload) if isinstance(_ADDRESS, dict) else _send(payload)
     if not reply.get("ok"):
         raise HermesToolsError(reply.get("error") or "the call was refused")
     return reply.get("result")
@@ -148,7 +179,7 @@ def function_source(entry: ToolEntry) -> tuple[str, str]:
     return fname, source
 
 
-def render_module(entries: Iterable[ToolEntry], address: str | tuple[str, int], token: str,
+def render_module(entries: Iterable[ToolEntry], address: str | tuple[str, int] | dict[str, Any], token: str,
                   max_message_bytes: int) -> str:
     """The complete source of ``hermes_tools.py`` for one run."""
     functions: list[tuple[str, str]] = []

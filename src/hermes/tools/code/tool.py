@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
+from hermes.tools.backends.availability import backend_check
 from hermes.tools.code import DEFAULT_ALLOWED_TOOLS, MAX_CODE_CHARS, MAX_TIMEOUT, TOOL_NAME
 from hermes.tools.context import SessionView, on_session_end, session_of
 from hermes.tools.registry import ToolEntry, ToolRegistry, registry
@@ -169,7 +170,7 @@ registry.register(
     toolset="code_execution",
     schema=EXECUTE_CODE_SCHEMA,
     handler=execute_code,
-    check_fn=check_execute_code,
+    check_fn=backend_check(check_execute_code),
     # stdout (50,000) + stderr (10,000) characters plus JSON escaping must fit without a second cut
     max_result_chars=100_000,
 )

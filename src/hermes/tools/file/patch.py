@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
+from hermes.tools.backends.availability import backend_check
 from hermes.tools.registry import registry
 
 if TYPE_CHECKING:
@@ -132,6 +133,6 @@ registry.register(
     toolset="file",
     schema=PATCH_SCHEMA,
     handler=patch,
-    check_fn=None,
+    check_fn=backend_check(),
     requires_env=[],
 )

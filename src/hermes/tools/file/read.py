@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.redact import MASK, redact, secret_values
+from hermes.tools.backends.availability import backend_check
 from hermes.tools.file import MAX_LIMIT, PAGE_LINES
 from hermes.tools.paths import check_read, display, resolve_path
 from hermes.tools.registry import registry
@@ -205,7 +206,7 @@ registry.register(
     toolset="file",
     schema=READ_FILE_SCHEMA,
     handler=read_file,
-    check_fn=None,
+    check_fn=backend_check(),
     requires_env=[],
     max_result_chars=RESULT_BUDGET,
 )

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ConfigError, ToolError
+from hermes.tools.backends.availability import backend_check
 from hermes.tools.context import session_of
 from hermes.tools.paths import (
     VIRTUAL_DIRS,
@@ -305,6 +306,6 @@ registry.register(
     toolset="file",
     schema=SEARCH_FILES_SCHEMA,
     handler=search_files,
-    check_fn=None,
+    check_fn=backend_check(),
     requires_env=[],
 )

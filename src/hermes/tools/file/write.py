@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
+from hermes.tools.backends.availability import backend_check
 from hermes.tools.paths import check_write, display, resolve_path, stat_or_none
 from hermes.tools.registry import registry
 
@@ -156,6 +157,6 @@ registry.register(
     toolset="file",
     schema=WRITE_FILE_SCHEMA,
     handler=write_file,
-    check_fn=None,
+    check_fn=backend_check(),
     requires_env=[],
 )

@@ -103,9 +103,19 @@ class RoutedContext:
 
     @property
     def env(self) -> dict[str, str]:
-        """Process environment over ``.env`` (what routing reads)."""
+        """Process environment over ``.env``, then the keys stored with ``hermes auth add`` (what routing reads)."""
         if self._env is None:
-            self._env = self.settings.env.as_dict()
+            from hermes.errors import GatewayError
+            from hermes.routing.stored_keys import with_stored
+
+            env, auth = self.settings.env.as_dict(), self.settings.paths.auth
+            try:  # fresh: a SuperGrok login about to expire is renewed before its token is sent
+                self._env = with_stored(env, auth, fresh=True)
+            except GatewayError as exc:
+                import logging
+
+                logging.getLogger(__name__).warning("%s", exc)
+                self._env = with_stored(env, auth)
         return self._env
 
     @property

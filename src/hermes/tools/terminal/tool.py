@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.redact import redact, secret_values
+from hermes.tools.backends.availability import backend_check
 from hermes.tools.context import SessionView, on_session_end, session_of
 from hermes.tools.registry import registry
 
@@ -272,12 +273,15 @@ def process_manage(args: dict[str, Any], **kw: Any) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
+#: bash for the local backend, else whether terminal.backend can run (tools list tells the truth)
+_READY = backend_check(check_terminal_requirements)
+
 registry.register(
     name="terminal",
     toolset="terminal",
     schema=TERMINAL_SCHEMA,
     handler=terminal,
-    check_fn=check_terminal_requirements,
+    check_fn=_READY,
     requires_env=[],
 )
 
@@ -286,6 +290,6 @@ registry.register(
     toolset="terminal",
     schema=PROCESS_SCHEMA,
     handler=process_manage,
-    check_fn=check_terminal_requirements,
+    check_fn=_READY,
     requires_env=[],
 )

@@ -99,10 +99,12 @@ def video_generate_available() -> tuple[bool, str | None]:
 
 
 def xai_key_available() -> bool:
-    """``XAI_API_KEY`` in the environment or in ``~/.hermes/.env`` (offline)."""
+    """``XAI_API_KEY`` in the environment or in ``~/.hermes/.env``, or a SuperGrok login (offline)."""
     from hermes.config.dotenv import variable_set
+    from hermes.config.paths import HermesPaths
+    from hermes.routing.xai_oauth import stored_token
 
-    return variable_set("XAI_API_KEY")
+    return variable_set("XAI_API_KEY") or stored_token(HermesPaths.current().auth) is not None
 
 
 async def video_generate(args: dict[str, Any], **kw: Any) -> str:

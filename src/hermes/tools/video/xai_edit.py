@@ -71,7 +71,8 @@ async def edit_or_extend(args: dict[str, Any], ctx: RoutedContext, kw: dict[str,
         seconds_added = raw_added
     key = ctx.env.get("XAI_API_KEY", "").strip()
     if not key:
-        raise SelectionError(f"{tool} needs XAI_API_KEY (set it with 'hermes config set-env XAI_API_KEY ...')")
+        raise SelectionError(f"{tool} needs XAI_API_KEY (set it with 'hermes config set-env XAI_API_KEY ...') or a "
+                             "SuperGrok login ('hermes auth add xai --type oauth')")
     video_url, length = await _source(ctx, ref)
     if extend and not EXTEND_INPUT_SECONDS[0] <= length <= EXTEND_INPUT_SECONDS[1]:
         raise LimitError(f"'video_url': xAI extends videos of {EXTEND_INPUT_SECONDS[0]:g} to "
