@@ -1,0 +1,58 @@
+/* The shared base components. Each carries its data-tour name itself, so every screen that uses one is
+   named the same way and tours and tips keep a small vocabulary that survives re-renders. */
+(function (root) {
+  "use strict";
+
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    attrs = attrs || {};
+    Object.keys(attrs).forEach(function (name) {
+      var value = attrs[name];
+      if (value === undefined || value === null || value === false) return;
+      if (name === "text") node.textContent = value;
+      else if (name === "tour") node.setAttribute("data-tour", value);
+      else if (name === "onclick") node.addEventListener("click", value);
+      else if (name === "className") node.className = value;
+      else node.setAttribute(name, value === true ? "" : value);
+    });
+    (children || []).forEach(function (child) {
+      if (child) node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    });
+    return node;
+  }
+
+  var C = {
+    el: el,
+    Button: function (tour, text, onclick, extra) {
+      return el("button", Object.assign({ type: "button", tour: tour, text: text, onclick: onclick }, extra || {}));
+    },
+    Message: function (role, text) {
+      return el("div", { className: "message", tour: "message", "data-role": role, text: text || "" });
+    },
+    Notice: function (level, text) {
+      return el("div", { className: "notice", tour: "notice", "data-level": level, text: text });
+    },
+    ToolCall: function (callId, name, args) {
+      var status = el("span", { className: "status", text: " …" });
+      var node = el("details", { className: "tool-call", tour: "tool-call", "data-call-id": callId,
+                                 "data-name": name, "data-status": "running" }, [
+        el("summary", {}, ["⚙ " + name + " ", status]),
+        el("pre", { className: "args", tour: "tool-args", text: args || "" }),
+        el("pre", { className: "result", tour: "tool-result", text: "" })
+      ]);
+      node._status = status;
+      return node;
+    },
+    Card: function (tour, title) {
+      return el("div", { className: "card", tour: tour, role: "group", "aria-label": title }, [el("h3", { text: title })]);
+    },
+    SessionItem: function (title, current) {
+      return el("li", { tour: "session-item", className: current ? "current" : "", text: title });
+    },
+    Tab: function (id, text, selected, onclick) {
+      return el("button", { type: "button", tour: "terminal-tab-item", "data-tab": id, text: text,
+                            "aria-selected": selected ? "true" : "false", onclick: onclick });
+    }
+  };
+  root.HermesComponents = C;
+})(window);
