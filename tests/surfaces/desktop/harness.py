@@ -76,22 +76,28 @@ class Desktop:
         self.page.click('[data-tour="new-session"]')
         self.page.wait_for_function("(was) => hermesApp.state.current && hermesApp.state.current !== was", arg=before)
 
-    def say(self, message: str, timeout: float = 20_000) -> str:
-        """Send ``message`` in the current session and wait for its turn to end; the last assistant text."""
+    def say(self, message: str, timeout: float = 20_000, *, typed: bool = True) -> str:
+        """Send ``message`` in the current session (typed into the composer, or ``typed=False``: sent through
+        the page's API connection, whatever screen is shown) and wait for its turn to end; the last
+        assistant text."""
         page = self.page
         turns = page.evaluate("hermesApp.state.turns || 0")
-        page.fill('[data-tour="composer-input"]', message)
-        page.press('[data-tour="composer-input"]', "Enter")
+        if typed:
+            page.fill('[data-tour="composer-input"]', message)
+            page.press('[data-tour="composer-input"]', "Enter")
+        else:
+            page.evaluate("(text) => hermesApp.call('message.send', {session: hermesApp.state.current, text})",
+                          message)
         page.wait_for_function("(n) => (hermesApp.state.turns || 0) > n", arg=turns, timeout=timeout)
         return str(page.evaluate("""() => { const v = document.querySelector('.conversation:not([hidden])');
             const all = v.querySelectorAll('.message[data-role="assistant"]');
             return all.length ? all[all.length - 1].textContent : ''; }"""))
 
-    def tool(self, name: str, args: dict[str, Any], timeout: float = 20_000) -> dict[str, Any]:
+    def tool(self, name: str, args: dict[str, Any], timeout: float = 20_000, *, typed: bool = True) -> dict[str, Any]:
         """Have the model call tool ``name``; the result it got back (parsed)."""
-        self.say(f"call {name} {json.dumps(args)}", timeout)
+        self.say(f"call {name} {json.dumps(args)}", timeout, typed=typed)
         result = self.page.evaluate("""(name) => { const v = document.querySelector('.conversation:not([hidden])');
-            const calls = v.querySelectorAll('[data-tour="tool-call"][data-name="' + name + '"]');
+            const calls = v.querySelectorAll('[data-tour-item="tool-call"][data-name="' + name + '"]');
             return calls.length ? calls[calls.length - 1].querySelector('.result').textContent : null; }""", name)
         assert result is not None, f"no {name} call shown"
         parsed = json.loads(result)

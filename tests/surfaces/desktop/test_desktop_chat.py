@@ -33,13 +33,13 @@ def test_a_tool_call_is_shown_collapsed_with_its_arguments_and_result(desktop: D
     desktop.new_session()
     result = desktop.tool("todo_list", {"todos": [{"id": "1", "content": "paint the hall", "status": "pending"}]})
     assert "error" not in result
-    shown = page.locator('.conversation:not([hidden]) [data-tour="tool-call"][data-name="todo_list"]').last
+    shown = page.locator('.conversation:not([hidden]) [data-tour-item="tool-call"][data-name="todo_list"]').last
     assert shown.get_attribute("data-status") == "done"
     assert not shown.evaluate("d => d.open")  # collapsed until opened
     shown.locator("summary").click()
     assert shown.evaluate("d => d.open")
-    assert "paint the hall" in shown.locator('[data-tour="tool-args"]').text_content()
-    assert "paint the hall" in shown.locator('[data-tour="tool-result"]').text_content()
+    assert "paint the hall" in shown.locator('[data-tour-item="tool-args"]').text_content()
+    assert "paint the hall" in shown.locator('[data-tour-item="tool-result"]').text_content()
     desktop.shot("tool-call-open")
 
 
@@ -67,18 +67,18 @@ def test_the_clarify_card_collects_edits_and_confirms_all_answers(desktop: Deskt
     page.press('[data-tour="composer-input"]', "Enter")
     card = page.locator('[data-tour="clarify-card"]').last
     card.wait_for()
-    assert card.locator('[data-tour="clarify-question"]').count() == 4  # all questions on one card
+    assert card.locator('[data-tour-item="clarify-question"]').count() == 4  # all questions on one card
     confirm = card.locator('[data-tour="clarify-confirm"]')
     assert confirm.is_disabled()  # nothing answered yet
-    q = card.locator('[data-tour="clarify-question"]')
+    q = card.locator('[data-tour-item="clarify-question"]')
     q.nth(0).get_by_role("button", name="red").click()
     assert confirm.is_enabled()  # one answer is enough
-    q.nth(1).locator('[data-tour="clarify-answer"]').fill("the kitchen")
+    q.nth(1).locator('[data-tour-item="clarify-answer"]').fill("the kitchen")
     q.nth(2).get_by_role("button", name="primer").click()
     q.nth(2).get_by_role("button", name="tape").click()
     # answers stay editable until confirmed: change the colour, retype the room, take one extra back
     q.nth(0).get_by_role("button", name="blue").click()
-    q.nth(1).locator('[data-tour="clarify-answer"]').fill("the hall")
+    q.nth(1).locator('[data-tour-item="clarify-answer"]').fill("the hall")
     q.nth(2).get_by_role("button", name="primer").click()
     assert q.nth(0).get_by_role("button", name="blue").get_attribute("aria-pressed") == "true"
     assert q.nth(0).get_by_role("button", name="red").get_attribute("aria-pressed") == "false"
@@ -103,7 +103,7 @@ def test_skip_on_the_clarify_card_cancels_every_question(desktop: Desktop) -> No
     page.press('[data-tour="composer-input"]', "Enter")
     card = page.locator('[data-tour="clarify-card"]').last
     card.wait_for()
-    card.locator('[data-tour="clarify-answer"]').nth(1).fill("typed but not confirmed")
+    card.locator('[data-tour-item="clarify-answer"]').nth(1).fill("typed but not confirmed")
     card.locator('[data-tour="clarify-skip"]').click()
     result = _clarify_result(desktop)
     assert result["outcome"] == "cancelled"

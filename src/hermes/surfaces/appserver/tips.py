@@ -42,7 +42,7 @@ CATALOG: tuple[Tip, ...] = (
     Tip("model", '[data-tour="model"]', "The model", "The model name is a button: it shows what you talk to."),
     Tip("tool-calls", '[data-tour="transcript"]', "Tool calls", "Every tool call is a line you can open to see "
         "its arguments and result."),
-    Tip("terminal", '[data-tour="new-terminal"]', "Terminals", "Open a shell next to the chat; the agent can "
+    Tip("terminal", '[data-tour="terminal-tab"]', "Terminals", "Open a shell next to the chat; the agent can "
         "read what it shows when you ask."),
     Tip("preview", '[data-tour="preview-pane"]', "Preview", "Pages, images and files the agent shows open here."),
     Tip("stop", '[data-tour="stop"]', "Stop", "Stop a running answer at any time; the session is kept."),

@@ -279,7 +279,7 @@
     "/": [
       { selector: '[data-tour="transcript"]', title: "Conversation", text: "Answers stream here; tool calls open to show their results." },
       { selector: '[data-tour="dock-tabs"]', title: "Preview and terminals", text: "Pages the agent shows, and your terminals." },
-      { selector: '[data-tour="new-terminal"]', title: "Terminal", text: "Open a shell next to the chat." },
+      { selector: '[data-tour="terminal-tab"]', title: "Terminals", text: "Open a shell next to the chat." },
       { selector: '[data-tour="settings-button"]', title: "Settings", text: "Appearance, tips and tours." }
     ],
     "/settings": [
@@ -384,7 +384,7 @@
       var all = view(state.current || "").querySelectorAll('.message[data-role="' + role + '"]');
       var target = all[all.length - 1];
       if (!target) return { error: "no " + role + " message on screen to react to" };
-      var box = target.querySelector(".reactions") || target.appendChild(C.el("span", { className: "reactions", tour: "reactions" }));
+      var box = target.querySelector(".reactions") || target.appendChild(C.el("span", { className: "reactions", item: "reactions" }));
       box.textContent += a.emoji;
       return { reacted: a.emoji, message: { role: role, text: target.firstChild.textContent.slice(0, 200) } };
     },

@@ -40,14 +40,14 @@
     }
 
     request.questions.forEach(function (q, i) {
-      var input = C.el("input", { type: "text", tour: "clarify-answer", "aria-label": "Answer " + (i + 1),
+      var input = C.el("input", { type: "text", item: "clarify-answer", "aria-label": "Answer " + (i + 1),
                                   placeholder: q.choices && q.choices.length ? "or in your own words" : "your answer" });
       input.addEventListener("input", function () { state[i].text = input.value; refresh(); });
       input.addEventListener("keydown", function (e) {
         if (e.key === "Enter" && !confirm.disabled) { e.preventDefault(); confirm.click(); }
       });
-      var choices = C.el("div", { className: "choices", tour: "clarify-choices" }, (q.choices || []).map(function (choice) {
-        return C.Button("clarify-choice", choice, function () {
+      var choices = C.el("div", { className: "choices", item: "clarify-choices" }, (q.choices || []).map(function (choice) {
+        return C.Button(null, choice, function () {
           if (q.multi_select) {
             var at = state[i].picked.indexOf(choice);
             if (at >= 0) state[i].picked.splice(at, 1); else state[i].picked.push(choice);
@@ -58,7 +58,7 @@
           refresh();
         });
       }));
-      var row = C.el("div", { className: "question", tour: "clarify-question", "data-index": String(i),
+      var row = C.el("div", { className: "question", item: "clarify-question", "data-index": String(i),
                               "data-state": "unanswered" }, [
         C.el("div", { className: "question-text", text: (i + 1) + ". " + q.question + (q.multi_select ? " (pick any)" : "") }),
         choices, input

@@ -82,6 +82,9 @@
     }
   };
 
+  function ready() { window.parent.postMessage({ hermes_ready: window.HERMES_PREVIEW_ID || "" }, "*"); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready); else ready();
+
   window.addEventListener("message", function (event) {
     var msg = event.data;
     if (event.source !== window.parent || !msg || typeof msg.hermes !== "string" || !ops[msg.op]) return;

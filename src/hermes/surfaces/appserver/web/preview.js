@@ -10,29 +10,57 @@
     if (shown.kind === "url") return Promise.resolve({ error: "the preview shows a live page of another site (" + shown.url +
       "); it can be shown and closed, not read or driven" });
     var id = "p" + (++counter);
-    return new Promise(function (resolve) {
+    return painted().then(function () { return new Promise(function (resolve) {
       pending[id] = resolve;
       els.frame.contentWindow.postMessage({ hermes: id, op: op, args: args || {} }, "*");
       setTimeout(function () {
         if (pending[id]) { delete pending[id]; resolve({ error: "the preview page did not answer (is it busy?)" }); }
       }, timeoutMs || 5000);
+    }); });
+  }
+
+  /* after the next paint: a frame just shown again gets its size in the parent's next rendering update */
+  function painted() {
+    return new Promise(function (resolve) {
+      requestAnimationFrame(function () { requestAnimationFrame(function () { resolve(); }); });
+      setTimeout(resolve, 200);  // a page in the background paints nothing: do not wait for it
     });
   }
 
+  var readyWaiters = {};
+
   window.addEventListener("message", function (event) {
     var msg = event.data;
-    if (!els.frame || event.source !== els.frame.contentWindow || !msg || !pending[msg.hermes]) return;
+    if (!els.frame || event.source !== els.frame.contentWindow || !msg) return;
+    if (typeof msg.hermes_ready === "string" && readyWaiters[msg.hermes_ready]) {
+      readyWaiters[msg.hermes_ready]();
+      delete readyWaiters[msg.hermes_ready];
+      return;
+    }
+    if (!pending[msg.hermes]) return;
     var resolve = pending[msg.hermes];
     delete pending[msg.hermes];
     resolve(msg.result);
   });
 
-  function loaded() {
+  /* the document shown as `id` has parsed and its agent listens (a live page: its load event) */
+  function loaded(id) {
     return new Promise(function (resolve) {
       var done = false;
-      els.frame.addEventListener("load", function () { if (!done) { done = true; resolve(); } }, { once: true });
-      setTimeout(function () { if (!done) { done = true; resolve(); } }, 5000);
+      var finish = function () { if (!done) { done = true; delete readyWaiters[id]; resolve(); } };
+      if (id) readyWaiters[id] = finish;
+      else els.frame.addEventListener("load", finish, { once: true });
+      setTimeout(finish, 5000);
     });
+  }
+
+  /* each document gets a new frame element: a frame hidden and shown again can keep stale geometry */
+  function fresh() {
+    var old = els.frame, frame = old.cloneNode(false);
+    frame.removeAttribute("src");
+    frame.removeAttribute("srcdoc");
+    old.parentNode.replaceChild(frame, old);
+    els.frame = frame;
   }
 
   var P = {
@@ -44,7 +72,9 @@
       agentSource = parts.join("\n");
     },
     show: async function (args) {
-      var waiting = loaded();
+      fresh();
+      var id = args.kind === "url" ? "" : "show" + (++counter);
+      var waiting = loaded(id);
       shown = { kind: args.kind, title: args.title || "", url: args.url || null };
       els.caption.textContent = args.title || (args.kind === "url" ? args.url : "Preview");
       if (args.kind === "url") {
@@ -52,7 +82,8 @@
         els.frame.src = args.url;
       } else {
         els.frame.removeAttribute("src");
-        els.frame.srcdoc = "<script>" + agentSource + "<\/script>" + args.html;
+        els.frame.srcdoc = "<script>window.HERMES_PREVIEW_ID = " + JSON.stringify(id) + ";\n" + agentSource +
+                           "<\/script>" + args.html;
       }
       await waiting;
       if (args.kind === "url") return { shown: "url", url: args.url, caption: els.caption.textContent };
