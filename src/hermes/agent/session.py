@@ -72,10 +72,17 @@ def _config(settings: Settings) -> AgentConfig:
     )
 
 
-def _switched_on(settings: Settings, tool: str) -> bool:
-    """False for a tool its own config toggle turns off (``memory.enabled: false``)."""
+def _switched_on(settings: Settings, tool: str, reg: ToolRegistry = registry) -> bool:
+    """False for a tool its own config toggle turns off (``memory.enabled: false``, or the flag named by
+    its ``switch=`` registration option, such as ``display.in_app_tips`` for ``show_tip``)."""
     if tool != "memory":
-        return True
+        entry = reg.get(tool)
+        switch = entry.options.get("switch") if entry is not None else None
+        if not isinstance(switch, str):
+            return True
+        from hermes.config.schema import SCHEMA
+
+        return bool(SCHEMA.read(settings.config, switch))
     from hermes.tools.memory.store import memory_enabled
 
     return memory_enabled(settings)
@@ -117,7 +124,7 @@ def new_agent(
         resolved = resolve_toolsets(
             surface, requested, disabled=agent_settings.disabled_toolsets, registered=reg.toolsets()
         )
-    tools = tuple(t for t in resolved.tools if t in reg and reg.is_available(t) and _switched_on(settings, t))
+    tools = tuple(t for t in resolved.tools if t in reg and reg.is_available(t) and _switched_on(settings, t, reg))
     system = build_system_prompt(surface, tools, custom=agent_settings.system_prompt,
                                  sections=prompt_sections(settings, tools))
     session_id = None

@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
     ("gateway", "gateway", "the messaging gateway: Telegram, Discord, Slack, Teams, IRC, an OpenAI-compatible API"),
     ("serve", "serve", "the app server: the desktop app's JSON-RPC API over a WebSocket (loopback by default)"),
+    ("desktop", "desktop", "the desktop app: the app server's web front end in a window or the browser"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("auth", "auth", "provider credentials kept in auth.json: an OpenRouter key, a SuperGrok (xAI) login"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),

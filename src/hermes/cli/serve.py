@@ -7,6 +7,12 @@ token in ``HERMES_HOME/serve_token`` (created 0600 on first need); its path is p
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes.surfaces.appserver.auth import Gate
+    from hermes.surfaces.appserver.server import AppServer
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -15,21 +21,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8765; 0: any free port)")
 
 
-def run(args: argparse.Namespace) -> int:
+def open_server(host_arg: str | None, port_arg: int | None) -> tuple[AppServer, Gate, Path]:
+    """The app server of this HERMES_HOME bound on its socket (not serving yet), its gate and the home."""
     import logging
-    import signal
 
     from hermes.cli.common import export_dotenv
     from hermes.config.settings import Settings
-    from hermes.surfaces.appserver.auth import Gate, ensure_token, is_loopback, read_token, token_path
+    from hermes.surfaces.appserver.auth import Gate, ensure_token, is_loopback, read_token
     from hermes.surfaces.appserver.rpc import AppApi
-    from hermes.surfaces.appserver.server import RPC_PATH, AppServer
+    from hermes.surfaces.appserver.server import AppServer
 
     settings = Settings.load()
     export_dotenv(settings)
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    host = args.host or str(settings.get("serve.host", "127.0.0.1"))
-    port = args.port if args.port is not None else int(settings.get("serve.port", 8765))
+    host = host_arg or str(settings.get("serve.host", "127.0.0.1"))
+    port = port_arg if port_arg is not None else int(settings.get("serve.port", 8765))
     home = settings.paths.ensure()
     if not is_loopback(host):
         ensure_token(home)
@@ -40,8 +46,20 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         api.close()
         raise
+    return server, gate, home
+
+
+def run(args: argparse.Namespace) -> int:
+    import signal
+
+    from hermes.surfaces.appserver.auth import token_path
+    from hermes.surfaces.appserver.server import RPC_PATH
+
+    server, gate, home = open_server(args.host, args.port)
+    host = server.host
     shown = f"[{host}]" if ":" in host else host
     print(f"hermes app server on ws://{shown}:{server.port}{RPC_PATH}", flush=True)
+    print(f"the desktop app's page: http://{shown}:{server.port}/", flush=True)
     if gate.token_required:
         print(f"clients must send the bearer token stored in {token_path(home)}", flush=True)
     else:

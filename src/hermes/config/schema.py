@@ -405,6 +405,13 @@ SCHEMA = Schema(
             ("port", "integer", {"default": 8765, "minimum": 0, "maximum": 65535}),
             ("max_concurrent_turns", "integer", {"default": 16, "minimum": 1, "maximum": 1024}),
         ),
+        # the desktop app's appearance (docs/desktop.md): tips and tours off also drop show_tip / gui_tour
+        _section(
+            "display",
+            ("in_app_tips", "flag", {"default": True}),
+            ("in_app_tours", "flag", {"default": True}),
+            ("theme", "choice", {"default": "system", "choices": ("system", "light", "dark")}),
+        ),
         _section("plugins", open_tables=(ANY_TABLE,)),
     ),
     (Key("toolsets", "names"), Key("tool_gateway_declined_tools", "names")),

@@ -97,6 +97,8 @@ class Conversation:
                                                 **event_params(event)})
 
     def on_request(self, session: LiveSession, request: Request) -> Any | None:
+        if request.kind == "ui":  # a desktop_ui tool: the desktop page answers (appserver/ui_bridge.py)
+            return self.api.ui.call(self.key, request.payload)
         if request.kind not in ("clarify", "approval"):
             return None
         if not self.api.followers(self.key):
@@ -124,7 +126,10 @@ class AppApi:
     """The API's state: the session host, the sessions opened through it, who follows each."""
 
     def __init__(self, settings: Settings, *, provider: ChatProvider | None = None,
-                 max_concurrent_turns: int = 16) -> None:
+                 max_concurrent_turns: int = 16, clock: Callable[[], float] | None = None) -> None:
+        from hermes.surfaces.appserver.terminals import Terminals
+        from hermes.surfaces.appserver.ui_bridge import UiBridge
+
         self.settings = settings
         self.host = SessionHost(settings, surface=Surface.DESKTOP, provider=provider,
                                 max_concurrent_turns=max_concurrent_turns)
@@ -138,6 +143,11 @@ class AppApi:
             "approval.answer": self.approval_answer, "models.list": self.models_list,
             "toolsets.list": self.toolsets_list,
         }
+        # the desktop app's page (desktop_ui tools, prefs, tips) and its terminals
+        self.ui = UiBridge(self, clock=clock)
+        self.terminals = Terminals(self)
+        self.methods.update(self.ui.methods())
+        self.methods.update(self.terminals.methods())
 
     # -- clients ------------------------------------------------------------------------------------------
 
@@ -172,6 +182,7 @@ class AppApi:
                     clients.remove(client)
 
     def close(self) -> None:
+        self.terminals.close()
         self.host.close()
 
     def _conversation(self, params: dict[str, Any]) -> Conversation:

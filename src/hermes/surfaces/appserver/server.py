@@ -113,7 +113,9 @@ def build_app(api: AppApi, gate: Gate) -> Starlette:
             api.forget(client)
             writing.cancel()
 
-    return Starlette(routes=[WebSocketRoute(RPC_PATH, endpoint)])
+    from hermes.surfaces.appserver.static import static_routes
+
+    return Starlette(routes=[WebSocketRoute(RPC_PATH, endpoint), *static_routes()])
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -46,6 +46,9 @@ class HostListener(Protocol):
 
 
 _CANCELLED = object()
+#: request kinds the surface answers without the person's reply (the desktop page's ``ui`` calls): they
+#: neither wait on the reply queue nor turn the conversation's next message into a reply
+DIRECT_KINDS = frozenset({"ui"})
 
 
 class LiveSession:
@@ -105,6 +108,8 @@ class LiveSession:
             self._replies.put(_CANCELLED)
 
     def ask(self, request: Request) -> Any | None:
+        if request.kind in DIRECT_KINDS:  # answered by the surface itself: no reply from the person to wait for
+            return self.listener.on_request(self, request)
         with self.lock:
             self._waiting += 1
             while not self._replies.empty():  # a reply left over from an earlier round trip is stale
