@@ -127,8 +127,10 @@ class _Binding:
             register_connections(self)
             return
         entry = self.reg.get(CONNECTIONS)
-        if entry is not None and entry.options.get("mcp_index"):
-            self.reg.unregister(CONNECTIONS)
+        if entry is not None and entry.options.get("mcp_index"):  # back to the managed-connectors entry
+            from hermes.tools.mcp.connections import register_base
+
+            register_base(self.reg)
         for server, chosen in self.listings.items():
             config = self.configs[server]
             others = {n for names in self.registered.values() for n in names} | {
