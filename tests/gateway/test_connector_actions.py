@@ -309,5 +309,5 @@ def test_a_document_is_checked_at_start_and_never_fetches(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match="set base_url"):
         load_app(load_config(config, env={}, home=tmp_path).connector_apps["gmail"])
     config.write_text('[connectors.apps.gmail]\nbase_url = "http://127.0.0.1:9"\n')
-    with pytest.raises(ConfigError, match="connectors.apps.gmail.openapi is required"):
+    with pytest.raises(ConfigError, match=r"connectors\.apps\.gmail\.openapi is required"):
         load_config(config, env={}, home=tmp_path)
