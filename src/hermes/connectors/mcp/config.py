@@ -16,6 +16,10 @@ One entry per server, keyed by its name::
         tools: {include: [search], exclude: []}
         elicitation: true          # the server may ask the person for input mid-call
         enabled: true
+      notes:                       # OAuth (MCP authorization): log in once with ``hermes mcp login notes``
+        url: https://notes.example.com/mcp
+        auth: oauth
+        oauth: {scope: "notes:read"}
 
 ``${VAR}`` (or ``${env:VAR}``) in ``env``, ``headers``, ``args``, ``url`` and ``cwd`` is filled from the
 environment (``.env`` included); an unset variable is an error naming it, never an empty string sent on.
@@ -64,6 +68,10 @@ class McpServerConfig:
     exclude: tuple[str, ...] = ()
     #: whether the server may ask the person for input during a call (MCP elicitation)
     elicitation: bool = True
+    #: ``oauth``: the MCP authorization flow, tokens from ``hermes mcp login`` (:mod:`.oauth`)
+    auth: str | None = None
+    #: the scopes asked for at login (``oauth.scope``); None: what the server's metadata says
+    oauth_scope: str | None = None
     #: values filled in from the environment, and every env/header value: masked wherever shown
     secrets: tuple[str, ...] = ()
     #: what is masked in the server's own results: values filled in from the environment, header
@@ -161,6 +169,11 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
     include = tools.strings("include", ()) if tools.value("include") is not None else None
     env = _string_map(reader, "env", lookup, filled)
     headers = _string_map(reader, "headers", lookup, filled)
+    auth = reader.text("auth")
+    if auth not in (None, "oauth"):
+        raise reader.fail("auth", "must be oauth (or left out; static tokens go in headers)")
+    if auth is not None and transport == "stdio":
+        raise reader.fail("auth", "is for HTTP servers (url:); a stdio server gets its keys through env")
     from_env = list(filled)
     filled.extend([*env.values(), *headers.values()])
     keyish = [v for k, v in env.items() if is_secret_name(k) or (len(v) >= 16 and any(c.isdigit() for c in v))]
@@ -174,6 +187,7 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
         connect_timeout=reader.number("connect_timeout", DEFAULT_CONNECT_TIMEOUT, minimum=1, maximum=600),
         include=include, exclude=tools.strings("exclude", ()),
         elicitation=reader.flag("elicitation", True),
+        auth=auth, oauth_scope=reader.table("oauth").text("scope"),
         secrets=_longest_first(filled),
     )
 

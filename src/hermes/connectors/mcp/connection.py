@@ -61,8 +61,12 @@ class Connection:
     """One configured server: its state and, while ready, its SDK client."""
 
     def __init__(self, config: McpServerConfig, *, log_dir: Path | None, on_change: Listener,
-                 cached_tools: tuple[McpTool, ...] | None = None) -> None:
+                 cached_tools: tuple[McpTool, ...] | None = None, token_dir: Path | None = None,
+                 login: Any = None) -> None:
         self.config = config
+        #: where ``auth: oauth`` tokens live, and the person's login (``hermes mcp login`` only)
+        self._token_dir = token_dir
+        self._login = login
         self.state = ServerState(config.name, tools=cached_tools or (), tools_cached=cached_tools is not None)
         self._log_dir = log_dir
         self._on_change = on_change
@@ -197,12 +201,27 @@ class Connection:
                                            cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else None)
             sink: Any = errlog if errlog is not None else subprocess.DEVNULL
             return stdio_client(params, errlog=sink)
+        auth = self._oauth()
         if cfg.transport == "sse":
             from mcp.client.sse import sse_client
 
             return sse_client(cfg.url or "", headers=dict(cfg.headers) or None, timeout=cfg.connect_timeout,
-                              sse_read_timeout=max(cfg.timeout, 300.0))
-        return _streamable_http(cfg)
+                              sse_read_timeout=max(cfg.timeout, 300.0), auth=auth)
+        return _streamable_http(cfg, auth)
+
+    def _oauth(self) -> Any:
+        """The SDK's OAuth provider for ``auth: oauth`` (None otherwise); without a stored token and outside
+        ``hermes mcp login`` the attempt fails at once, never starting a login in the background."""
+        cfg = self.config
+        if cfg.auth != "oauth":
+            return None
+        from hermes.connectors.mcp.oauth import LOGIN_NEEDED, TokenFile, provider_for, token_path
+
+        if self._token_dir is None:
+            raise McpError(LOGIN_NEEDED.format(name=cfg.name))
+        if self._login is None and not TokenFile(token_path(self._token_dir, cfg.name)).has_tokens():
+            raise McpError(LOGIN_NEEDED.format(name=cfg.name))
+        return provider_for(cfg.name, cfg.url or "", self._token_dir, scope=cfg.oauth_scope, login=self._login)
 
     async def _list_tools(self, client: Any) -> tuple[McpTool, ...]:
         tools: list[McpTool] = []
@@ -298,13 +317,14 @@ def _is_transport_error(exc: BaseException) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def _streamable_http(cfg: McpServerConfig) -> AsyncIterator[Any]:
-    """Streamable HTTP with the configured headers (the SDK's client takes them on its httpx2 client)."""
+async def _streamable_http(cfg: McpServerConfig, auth: Any = None) -> AsyncIterator[Any]:
+    """Streamable HTTP with the configured headers and OAuth (the SDK's client takes them on its httpx2
+    client)."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    http = create_mcp_http_client(headers=dict(cfg.headers) or None,
+    http = create_mcp_http_client(headers=dict(cfg.headers) or None, auth=auth,
                                   timeout=httpx2.Timeout(cfg.connect_timeout, read=max(cfg.timeout, 300.0)))
     async with http, streamable_http_client(cfg.url or "", http_client=http) as streams:
         yield streams
