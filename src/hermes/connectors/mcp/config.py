@@ -13,7 +13,7 @@ One entry per server, keyed by its name::
         headers: {Authorization: "Bearer ${REMOTE_TOKEN}"}
         timeout: 60                # seconds per tool call
         connect_timeout: 30        # seconds for the handshake and the tool listing
-        tools: {include: [search], exclude: []}
+        tools: {include: [search], exclude: [], resources: true, prompts: true}
         elicitation: true          # the server may ask the person for input mid-call
         enabled: true
       notes:                       # OAuth (MCP authorization): log in once with ``hermes mcp login notes``
@@ -68,6 +68,12 @@ class McpServerConfig:
     exclude: tuple[str, ...] = ()
     #: whether the server may ask the person for input during a call (MCP elicitation)
     elicitation: bool = True
+    #: the handshake: ``auto`` (the SDK's: the 2026-07-28 protocol when the server has it, else the older
+    #: one) or ``legacy`` (always the older handshake, for servers that misbehave with the new one)
+    protocol: str = "auto"
+    #: whether the server's resources / prompts are offered as tools (when it advertises them)
+    resources: bool = True
+    prompts: bool = True
     #: ``oauth``: the MCP authorization flow, tokens from ``hermes mcp login`` (:mod:`.oauth`)
     auth: str | None = None
     #: the scopes asked for at login (``oauth.scope``); None: what the server's metadata says
@@ -80,7 +86,10 @@ class McpServerConfig:
     result_secrets: tuple[str, ...] = ()
 
     def wants(self, tool: str) -> bool:
-        """Whether the include/exclude lists let ``tool`` through."""
+        """Whether the include/exclude lists let ``tool`` through (``resources/…`` and ``prompts/…``, added
+        by hermes, follow ``tools.resources`` and ``tools.prompts`` instead)."""
+        if "/" in tool:
+            return self.resources if tool.startswith("resources/") else self.prompts
         if self.include is not None and tool not in self.include:
             return False
         return tool not in self.exclude
@@ -186,10 +195,19 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
         timeout=reader.number("timeout", DEFAULT_CALL_TIMEOUT, minimum=1, maximum=3600),
         connect_timeout=reader.number("connect_timeout", DEFAULT_CONNECT_TIMEOUT, minimum=1, maximum=600),
         include=include, exclude=tools.strings("exclude", ()),
+        resources=tools.flag("resources", True), prompts=tools.flag("prompts", True),
         elicitation=reader.flag("elicitation", True),
         auth=auth, oauth_scope=reader.table("oauth").text("scope"),
+        protocol=_protocol(reader),
         secrets=_longest_first(filled),
     )
+
+
+def _protocol(reader: ConfigReader) -> str:
+    value = reader.text("protocol", "auto") or "auto"
+    if value not in ("auto", "legacy"):
+        raise reader.fail("protocol", "must be auto or legacy")
+    return value
 
 
 def _longest_first(values: list[str]) -> tuple[str, ...]:

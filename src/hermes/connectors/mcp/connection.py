@@ -26,6 +26,8 @@ from typing import Any, TextIO
 from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
 from hermes.connectors.mcp.elicit import Asker, InFlight, answer
+from hermes.connectors.mcp.extras import RESERVED, utility_tools
+from hermes.connectors.mcp.extras import run as run_extra
 from hermes.connectors.mcp.schema import MAX_TOOLS_PER_SERVER
 from hermes.connectors.mcp.state import (
     FAILED,
@@ -162,7 +164,7 @@ class Connection:
                 try:
                     async with asyncio.timeout(deadline):
                         client = await stack.enter_async_context(Client(
-                            self._transport(errlog), mode="auto", read_timeout_seconds=deadline,
+                            self._transport(errlog), mode=self.config.protocol, read_timeout_seconds=deadline,
                             message_handler=self._on_message,
                             elicitation_callback=self._on_elicit if self.config.elicitation else None))
                         tools = await self._list_tools(client)
@@ -229,7 +231,10 @@ class Connection:
         for _ in range(_PAGE_CAP):
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
-                if self.config.wants(tool.name):
+                if tool.name in RESERVED:  # hermes's names for resources and prompts (connectors/mcp/extras.py)
+                    logger.warning("MCP server %s: tool %s left out (a name hermes reserves)", self.config.name,
+                                   tool.name)
+                elif self.config.wants(tool.name):
                     listed = McpTool.listed(tool.name, tool.description or "", tool.input_schema,
                                             server=self.config.name)
                     if listed is not None:
@@ -240,7 +245,8 @@ class Connection:
         if len(tools) > MAX_TOOLS_PER_SERVER:
             logger.warning("MCP server %s lists %d tools; the first %d are offered", self.config.name,
                            len(tools), MAX_TOOLS_PER_SERVER)
-        return tuple(tools[:MAX_TOOLS_PER_SERVER])
+        extra = await utility_tools(client, resources=self.config.resources, prompts=self.config.prompts)
+        return tuple(tools[:MAX_TOOLS_PER_SERVER]) + tuple(extra)
 
     async def _on_message(self, message: Any) -> None:
         """A server's ``notifications/tools/list_changed`` refreshes the listing."""
@@ -289,6 +295,8 @@ class Connection:
         try:
             with self._in_flight.during(asker):
                 async with asyncio.timeout(limit + 1):
+                    if tool in RESERVED:
+                        return await run_extra(client, tool, arguments)
                     return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
         except TimeoutError:
             raise McpError(f"MCP server '{name}' did not answer '{tool}' within {limit:g} s") from None

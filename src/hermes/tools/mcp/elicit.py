@@ -46,8 +46,24 @@ def _choices(prop: Mapping[str, Any]) -> tuple[list[str], bool]:
     return [], False
 
 
+OPENED, NOT_OPENED = "I opened it", "decline"
+
+
+def _url_question(request: Elicitation) -> dict[str, Any]:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(str(request.url)).hostname or "?"
+    return {"question": f"MCP server '{request.server}' asks you to open an address: "
+                        f"{safe_description(request.message) or 'no reason given'}\n{request.url}\n"
+                        f"(it goes to {host}; hermes does not open it — open it yourself if you trust it)",
+            "choices": [OPENED, NOT_OPENED], "multi_select": False}
+
+
 def questions_of(request: Elicitation) -> list[tuple[str, dict[str, Any]]]:
-    """``(field, clarify question payload)`` per field of the request's schema, the server's message first."""
+    """``(field, clarify question payload)`` per field of the request's schema, the server's message first
+    (a URL-mode request: one question, the address shown)."""
+    if request.url is not None:
+        return [("", _url_question(request))]
     props = request.schema.get("properties")
     out: list[tuple[str, dict[str, Any]]] = []
     head = f"MCP server '{request.server}' asks: {safe_description(request.message) or 'some input'}"
@@ -91,6 +107,11 @@ def answer_of(request: Elicitation, fields: list[str], reply: Any) -> ElicitAnsw
         return ElicitAnswer("cancel")
     if outcome != "submitted":
         return None
+    if request.url is not None:  # URL mode: accepted only when the person says they opened it
+        first = (reply.get("responses") or [{}])[0]
+        said = first.get("user_response") if isinstance(first, Mapping) else None
+        said = said[0] if isinstance(said, list) and said else said
+        return ElicitAnswer("accept" if said == OPENED else "decline")
     props = request.schema.get("properties") or {}
     required = set(request.schema.get("required") or ())
     responses = reply.get("responses") or []
