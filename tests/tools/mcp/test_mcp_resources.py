@@ -112,3 +112,52 @@ def test_url_mode_shows_the_address_and_accepts_only_when_opened(mcp_home: McpHo
     assert verify({"outcome": "cancelled", "responses": []})[0] == "url answer: cancel"
     odd, nobody = verify(opened, "odd")
     assert "only a plain http(s) address" in odd and not nobody.requests
+
+
+def test_sampling_asks_the_person_then_the_sessions_model(mcp_home: McpHome, model_server: Any) -> None:
+    from fakes.model_server import Reply, call
+    from hermes.agent.session import new_agent
+    from hermes.tools.registry import ToolRegistry
+    from hermes.tools.toolsets import Surface
+
+    allow = {"outcome": "submitted", "responses": [{"status": "answered", "user_response": "allow"}]}
+    server = model_server([call("mcp_library_librarian", {"topic": "volcanoes"}), Reply(content="Geology, 551"),
+                           call("mcp_quiet_librarian", {"topic": "moss"}), Reply(content="done"),
+                           call("mcp_library_librarian", {"topic": "ferns"}), Reply(content="refused")])
+    mcp_home.configure({"library": {**LIBRARY, "sampling": True, "sampling_max_tokens": 20}, "quiet": LIBRARY},
+                       model={"base_url": server.url, "name": "m", "max_retries": 0})
+    mcp_home.load()
+    mcp_home.settle("library", "quiet")
+
+    class Sink:
+        def __init__(self) -> None:
+            self.requests: list[Any] = []
+
+        def emit(self, event: Any) -> None:
+            return None
+
+        def ask(self, request: Any) -> Any:
+            self.requests.append(request)
+            return self.reply
+
+        reply: Any = allow
+
+    person = Sink()
+    agent = new_agent(mcp_home.settings(), Surface.CLI, person, requested=["mcp-library", "mcp-quiet"],
+                      reg=ToolRegistry())
+    assert agent.run_turn("where do volcano books go?").final == "done"
+    (approval,) = person.requests  # asked once, for the server with sampling: true
+    question = approval.payload["questions"][0]
+    assert "MCP server 'library' wants to ask the model" in question["question"]
+    assert "Which shelf for volcanoes?" in question["question"] and question["choices"] == ["allow", "deny"]
+    sampled = server.requests[1]["messages"]
+    assert sampled == [{"role": "system", "content": "You are a librarian."},
+                       {"role": "user", "content": "Which shelf for volcanoes?"}]
+    tools = [json.loads(m["content"]) for m in agent.messages if m["role"] == "tool"]
+    assert unwrap(tools[0]["result"]) == "the model says: Geology, 551 (model m)"
+    assert "sampling" in tools[1]["error"]  # quiet has no sampling: the server learns it cannot ask
+    person.reply = {"outcome": "submitted", "responses": [{"status": "answered", "user_response": "deny"}]}
+    assert agent.run_turn("and ferns?").final == "refused"
+    denied = json.loads([m for m in agent.messages if m["role"] == "tool"][-1]["content"])
+    assert "the person did not allow it" in denied["error"] and len(server.requests) == 6  # no sampling request
+    agent.close()

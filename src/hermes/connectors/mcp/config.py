@@ -15,6 +15,7 @@ One entry per server, keyed by its name::
         connect_timeout: 30        # seconds for the handshake and the tool listing
         tools: {include: [search], exclude: [], resources: true, prompts: true}
         elicitation: true          # the server may ask the person for input mid-call
+        sampling: false            # the server may ask the model (each request approved by the person)
         enabled: true
       notes:                       # OAuth (MCP authorization): log in once with ``hermes mcp login notes``
         url: https://notes.example.com/mcp
@@ -68,6 +69,9 @@ class McpServerConfig:
     exclude: tuple[str, ...] = ()
     #: whether the server may ask the person for input during a call (MCP elicitation)
     elicitation: bool = True
+    #: whether the server may ask the session's model (MCP sampling; each request approved by the person)
+    sampling: bool = False
+    sampling_max_tokens: int = 1024
     #: the handshake: ``auto`` (the SDK's: the 2026-07-28 protocol when the server has it, else the older
     #: one) or ``legacy`` (always the older handshake, for servers that misbehave with the new one)
     protocol: str = "auto"
@@ -199,6 +203,8 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
         elicitation=reader.flag("elicitation", True),
         auth=auth, oauth_scope=reader.table("oauth").text("scope"),
         protocol=_protocol(reader),
+        sampling=reader.flag("sampling", False),
+        sampling_max_tokens=reader.integer("sampling_max_tokens", 1024, minimum=1, maximum=32768),
         secrets=_longest_first(filled),
     )
 

@@ -166,7 +166,8 @@ class Connection:
                         client = await stack.enter_async_context(Client(
                             self._transport(errlog), mode=self.config.protocol, read_timeout_seconds=deadline,
                             message_handler=self._on_message,
-                            elicitation_callback=self._on_elicit if self.config.elicitation else None))
+                            elicitation_callback=self._on_elicit if self.config.elicitation else None,
+                            sampling_callback=self._on_sample if self.config.sampling else None))
                         tools = await self._list_tools(client)
                 except TimeoutError:
                     raise McpError(f"no answer to the handshake and tool listing within {deadline:g} s") from None
@@ -267,6 +268,11 @@ class Connection:
     # -- calls (on the manager's loop) -----------------------------------------------------------------
     async def _on_elicit(self, context: Any, params: Any) -> Any:
         return await answer(self._in_flight, self.config.name, params)
+
+    async def _on_sample(self, context: Any, params: Any) -> Any:
+        from hermes.connectors.mcp.sampling import answer as sample
+
+        return await sample(self._in_flight, self.config.name, params, self.config.sampling_max_tokens)
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None = None,
                    asker: Asker | None = None) -> Any:
