@@ -127,11 +127,20 @@ class Agent:
         fields: dict[str, Any] = {
             "surface": self.surface, "task_id": self.task_id, "sink": self.sink, "store": self.store,
             "session_id": self.session_id, "delegate": self._delegate, "cron_runner": _cron_runner,
+            "sample": self._sample,
             "cancelled": self._cancel.is_set,
         }
         if self.settings is None:
             return SessionContext(**fields)
         return SessionContext.from_settings(self.settings, **fields)
+
+    def _sample(self, messages: list[dict[str, Any]], max_tokens: int) -> tuple[str, str]:
+        """One answer of this session's model to ``messages``, outside the conversation (MCP sampling; the
+        text is cut at about ``max_tokens`` tokens, four characters each, as endpoints are not told the cap)."""
+        from hermes.agent.provider import CallOptions
+
+        completion = self.provider.complete(messages, None, CallOptions(cancel=self._cancel))
+        return (completion.content or "")[: max_tokens * 4], self.provider.model
 
     def _delegate(self, args: dict[str, Any]) -> str:
         from hermes.agent.delegation import run_delegation

@@ -5,6 +5,11 @@ accounts a user has connected::
 
     hermes toolgateway connectors add alice gmail --name work --display-name alice@work.example
     hermes toolgateway connectors add alice gmail --replaces work     # reconnect: old one retired
+    GMAIL_TOKEN=… hermes toolgateway connectors add alice gmail --name work --token-env GMAIL_TOKEN
+
+``--token-env VAR`` stores the account's provider token (read from the environment variable ``VAR``,
+never from the command line), sealed with the gateway's key; the gateway sends it to the app when the
+account's actions run (``[connectors.apps.<app>]``) and never returns it.
     hermes toolgateway connectors list [alice] [--json]
 
 Deleting stays with the user (``hermes connectors remove APP NAME`` on their machine). Only argparse is
@@ -34,6 +39,9 @@ def configure(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     sp.add_argument("--replaces", metavar="ACCOUNT",
                     help="reconnect: the active account (name or id) this one replaces; it is kept as retired "
                          "and the new one takes its name")
+    sp.add_argument("--token-env", metavar="VAR",
+                    help="the environment variable holding the account's provider token (stored sealed; "
+                         "sent to the app when its actions run)")
     common(sp)
     sp = csub.add_parser("list", help="list connector accounts (all users, or one)")
     sp.add_argument("user", nargs="?")
@@ -50,13 +58,27 @@ def run(gw: Gateway, args: argparse.Namespace) -> int:
     store = ConnectorStore(gw.conn, gw.clock)
     if args.connectors_command == "add":
         user = gw.accounts.get_user(args.user)
+        sealer = None
+        if args.token_env:
+            import os
+
+            from hermes.toolgateway.storage.sealed import seal
+
+            token = os.environ.get(args.token_env, "").strip()
+            if not token:
+                raise HermesError(f"--token-env {args.token_env}: that environment variable is empty or unset")
+            key = gw.sealing_key
+
+            def sealer(account_id: str) -> str:
+                return seal(key, account_id, token)
         try:
             account = store.add(user.id, args.app, name=args.name, display_name=args.display_name,
-                                replaces=args.replaces)
+                                replaces=args.replaces, credential=sealer)
         except ConnectorStoreError as exc:
             raise HermesError(exc.message) from None
         shown = account.name or f"unnamed ({account.display_name})"
         extra = f", replacing {args.replaces} (now retired)" if args.replaces else ""
+        extra += ", token stored sealed" if sealer is not None else ""
         print(f"added {account.app} account {shown} for {user.name} ({account.id}){extra}")
         return 0
     users = [gw.accounts.get_user(args.user)] if args.user else gw.accounts.list_users()

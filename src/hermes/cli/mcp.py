@@ -6,7 +6,9 @@
   (keeping the file's comments), then connects once, so the next session offers its tools at once;
   a literal secret in ``--header``/``--env`` is refused: write ``${VAR}`` and keep the value in ``.env``;
 * ``hermes mcp remove NAME`` — deletes the entry, keeping the comments around it;
-* ``hermes mcp test NAME [--timeout S]`` — connects now, lists the tools; exit status 1 when it fails.
+* ``hermes mcp test NAME [--timeout S]`` — connects now, lists the tools; exit status 1 when it fails;
+* ``hermes mcp login NAME [--no-browser] [--timeout S] [--forget]`` — the OAuth login of an ``auth: oauth``
+  server (:mod:`hermes.cli.mcp_login`); ``--forget`` deletes its stored tokens.
 
 Only argparse is imported at module level.
 """
@@ -42,11 +44,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--no-test", action="store_true", help="do not connect after writing the entry")
     p.add_argument("--command", dest="server_command", metavar="'COMMAND ARGS...'",
                    help="a stdio server: the command that starts it, with its arguments, as one quoted string")
+    p.add_argument("--auth", choices=["oauth"], help="oauth: the server asks for an OAuth login (hermes mcp login)")
+    p.add_argument("--scope", help="with --auth oauth: the scopes to ask for (default: what the server says)")
     p = sub.add_parser("remove", help="remove a server's entry from config.yaml")
     p.add_argument("name")
     p = sub.add_parser("test", help="connect to a server now and list its tools")
     p.add_argument("name")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it (default 60)")
+    p = sub.add_parser("login", help="log in to an auth: oauth server (opens the authorization page)")
+    p.add_argument("name")
+    p.add_argument("--no-browser", action="store_true", help="only print the address to open")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the login (default 300)")
+    p.add_argument("--forget", action="store_true", help="delete the server's stored tokens instead")
     parser.set_defaults(json=False)
 
 
@@ -61,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
         return _remove(settings, args.name)
     if command == "test":
         return _test(settings, args.name, args.timeout)
+    if command == "login":
+        from hermes.cli.mcp_login import login
+
+        return login(settings, args)
     return _list(settings, args.json)
 
 
@@ -143,6 +156,10 @@ def _entry(args: argparse.Namespace) -> dict[str, Any]:
              (("include", args.include), ("exclude", args.exclude)) if v}
     if tools:
         entry["tools"] = tools
+    if args.auth:
+        entry["auth"] = args.auth
+        if args.scope:
+            entry["oauth"] = {"scope": args.scope}
     return entry
 
 
@@ -174,6 +191,9 @@ def _add(settings: Settings, args: argparse.Namespace) -> int:
         return 0
     if args.no_test:
         return 0
+    if args.auth == "oauth":
+        print(f"  next: hermes mcp login {name}")
+        return 0
     return _test(settings, name, 60.0)
 
 
@@ -189,10 +209,8 @@ def _remove(settings: Settings, name: str) -> int:
     return 0
 
 
-def _test(settings: Settings, name: str, timeout: float) -> int:
-    from dataclasses import replace
-
-    from hermes.connectors.mcp.manager import manager_for
+def configured_server(settings: Settings, name: str) -> Any:
+    """The server ``name`` of config.yaml (ConfigError when it is missing or invalid)."""
     from hermes.errors import ConfigError
     from hermes.tools.mcp.tool import mcp_settings
 
@@ -202,8 +220,22 @@ def _test(settings: Settings, name: str, timeout: float) -> int:
     server = cfg.get(name)
     if server is None:
         raise ConfigError(f"there is no MCP server {name} in {settings.paths.config} (hermes mcp list)")
+    return server
+
+
+def _test(settings: Settings, name: str, timeout: float, login: Any = None) -> int:
+    """Connect now and list the tools; with ``login`` (``hermes mcp login``) the person logs in on the way."""
+    from dataclasses import replace
+
+    from hermes.connectors.mcp.manager import manager_for
+    from hermes.tools.mcp.tool import mcp_settings
+
+    cfg = mcp_settings(settings)
+    server = configured_server(settings, name)
     manager = manager_for(settings.paths.home)
-    manager.configure((replace(server, enabled=True, connect_timeout=min(server.connect_timeout, timeout)),))
+    manager.login = login
+    connect = timeout if login is not None else min(server.connect_timeout, timeout)
+    manager.configure((replace(server, enabled=True, connect_timeout=connect),))
     state = replace(manager.wait_settled([name], timeout=timeout + 1)[name])  # a copy: close() stops it
     manager.close()
     print(f"{name}: {server.describe()}")

@@ -14,6 +14,7 @@ Renaming needs a portal that supports it: when the list answer does not advertis
 
 from __future__ import annotations
 
+import builtins
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermes.connectors")
 
 DEFAULT_TIMEOUT = 30.0
+#: how long a client waits for an action's answer: the gateway's 5-minute deadline and a margin
+CALL_WAIT = 320.0
 USER_AGENT = "hermes-agent (+connectors)"
 
 
@@ -111,7 +114,8 @@ class ConnectorClient:
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.close()
 
-    def request(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def request(self, method: str, path: str, body: Mapping[str, Any] | None = None, *,
+                timeout: float | None = None) -> dict[str, Any]:
         """One call; the JSON object answered, or ConnectorError with the gateway's words."""
         import httpx
 
@@ -123,7 +127,8 @@ class ConnectorClient:
                                  "your token was not sent. Check CONNECTOR_GATEWAY_URL in ~/.hermes/.env.")
         try:
             resp = self._client().request(method, url, json=body,
-                                          headers={"authorization": f"Bearer {self._token}"})
+                                          headers={"authorization": f"Bearer {self._token}"},
+                                          timeout=timeout if timeout is not None else self.timeout)
         except httpx.HTTPError as exc:
             raise ConnectorError(f"cannot reach the connector gateway at {self.origin}: "
                                  f"{type(exc).__name__}") from None
@@ -180,6 +185,28 @@ class ConnectorClient:
     def delete(self, account: Account) -> Account:
         """Delete one account for good — for the user's own command only, never for a tool."""
         return self._one(self.request("DELETE", self._account_path(account)), "deleted")
+
+    # -- actions (the gateway runs them; ``connections`` calls them) ------------------------------------
+    def apps(self) -> builtins.list[dict[str, Any]]:
+        """The apps whose actions the gateway runs: ``{"app", "app_title", "actions"}`` each."""
+        apps = self.request("GET", "/v1/connectors/apps").get("apps")
+        return [a for a in apps if isinstance(a, dict)] if isinstance(apps, list) else []
+
+    def actions(self, app: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/connectors/{quote(_check_app(app))}/actions")
+
+    def action(self, app: str, action: str) -> dict[str, Any]:
+        return self.request("GET", f"/v1/connectors/{quote(_check_app(app))}/actions/{quote(action, safe='')}")
+
+    def call(self, app: str, action: str, account: Account, arguments: Mapping[str, Any], *,
+             call_id: str | None = None) -> dict[str, Any]:
+        """Run one action for ``account``; the gateway holds the deadline (``CALL_WAIT`` is only how long
+        this client waits for its answer)."""
+        body: dict[str, Any] = {"account": account.id, "arguments": dict(arguments)}
+        if call_id is not None:
+            body["call_id"] = call_id
+        return self.request("POST", f"/v1/connectors/{quote(_check_app(app))}/actions/{quote(action, safe='')}",
+                            body, timeout=CALL_WAIT)
 
     @staticmethod
     def _one(data: Mapping[str, Any], key: str) -> Account:

@@ -21,6 +21,7 @@ from hermes.config.paths import hermes_home
 from hermes.errors import ConfigError
 from hermes.toolgateway.browser.config import BrowserUseConfig, browser_use_config
 from hermes.toolgateway.configread import TableReader, read_file
+from hermes.toolgateway.connector_apps import AppConfig, app_configs
 from hermes.toolgateway.sandbox.config import SandboxConfig, sandbox_config
 from hermes.toolgateway.storage.urls import service_urls
 
@@ -186,6 +187,8 @@ class GatewayConfig:
     browser_use: BrowserUseConfig = field(default_factory=BrowserUseConfig)
     modal: SandboxConfig = field(default_factory=SandboxConfig)  # [relays.modal]: the sandbox engine
     connector_rename: bool = True  # [connectors] rename: users may (re)name connector accounts
+    #: [connectors.apps.<app>]: the apps whose actions this gateway runs (OpenAPI documents)
+    connector_apps: Mapping[str, AppConfig] = field(default_factory=dict)
 
     @property
     def state_dir(self) -> Path:
@@ -370,4 +373,6 @@ def load_config(
         browser_use=browser_use_config(tables["browser-use"], environ),
         modal=sandbox_config(tables["modal"]),
         connector_rename=top.table("connectors").flag("rename", True),
+        connector_apps=app_configs(top.table("connectors").table("apps").data,
+                                   path.parent if path is not None else Path.cwd()),
     )

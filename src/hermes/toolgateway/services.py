@@ -56,6 +56,7 @@ class Gateway:
         self._writer: UsageWriter | None = None
         self._listener: ChangeListener | None = None
         self.admin_token = ""
+        self.sealing_key = b""
         self.limiter: Limiter = open_limiter(config.redis_url, config.rate_limit.per_second, config.rate_limit.burst)
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -63,6 +64,9 @@ class Gateway:
         """Open the database and load (or create) the signing secret and the admin token."""
         if self._conn is None:
             secret = keys.signing_secret(self.config.secret_path)
+            from hermes.toolgateway.storage.sealed import sealing_key
+
+            self.sealing_key = sealing_key(secret)  # connector provider tokens at rest
             self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
             self._conn = open_database(self.config.database_url, self.config.db_path)
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)

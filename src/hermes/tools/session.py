@@ -84,6 +84,8 @@ class SessionContext:
     #: capabilities the agent layer lends its tools (tools never import the agent package)
     delegate: Callable[[dict[str, Any]], str] | None = None
     cron_runner: Callable[[Settings], Any] | None = None
+    #: one answer of the session's model to chat ``messages`` (MCP sampling): ``(text, model name)``
+    sample: Callable[[list[dict[str, Any]], int], tuple[str, str]] | None = None
     #: True once the running turn is interrupted
     cancelled: Callable[[], bool] | None = None
 

@@ -8,6 +8,7 @@ add users and issue tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -29,10 +30,11 @@ def gateway_config(home: Path, *, firecrawl: dict[str, Any] | None = None, **top
 
 
 class GatewayHarness:
-    def __init__(self, home: Path, **config: Any) -> None:
+    def __init__(self, home: Path, *, clock: Callable[[], float] | None = None, **config: Any) -> None:
         self.config = gateway_config(home, **config)
         self.side = Gateway(self.config).open()
-        self.app = create_app(self.config)
+        served = Gateway(self.config, clock=clock) if clock is not None else None  # an injected clock
+        self.app = create_app(self.config, gateway=served)
         self.server = ServerThread(self.app, lifespan="on")
 
     # -- lifecycle -----------------------------------------------------------------------------------

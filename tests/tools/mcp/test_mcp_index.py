@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tools.mcp.conftest import PY, SERVERS, McpHome, flaky_command, stdio, time_server_command, unwrap
+from tools.mcp.conftest import PY, SERVERS, McpHome, flaky_command, free_port, stdio, time_server_command, unwrap
 
 
 def many(prefix: str, count: int = 40) -> dict[str, Any]:
@@ -30,6 +30,8 @@ def managed_login(monkeypatch: pytest.MonkeyPatch) -> None:
 
     claims = {"sub": "alice", "exp": time.time() + 3600, "managed_tools": True, "paid_access": True}
     monkeypatch.setenv("TOOL_GATEWAY_USER_TOKEN", f"{part({'alg': 'none'})}.{part(claims)}.sig")
+    # managed connectors are asked on loopback, where nothing listens (only 127.0.0.1 is a test target)
+    monkeypatch.setenv("CONNECTOR_GATEWAY_URL", f"http://127.0.0.1:{free_port()}")
 
 
 @pytest.fixture
@@ -109,9 +111,10 @@ def test_connections_with_the_time_server_and_a_crashing_one(mcp_home: McpHome, 
                                "arguments": {"timezone": "UTC"}})
     assert now["structured_content"]["timezone"] == "UTC"
 
-    # a bare name means a managed connector: refused, naming the local spelling
+    # a bare name means a managed connector (no gateway answers here): the error names the local spelling
     bare = call(mcp_home, reg, {"action": "list", "app": "time"})
     assert 'managed connector' in bare["error"] and '{"name": "time", "mcp": true}' in bare["error"]
+    assert "cannot reach the connector gateway at http://127.0.0.1:" in bare["error"]
     unknown = call(mcp_home, reg, {"action": "describe", "app": time_app, "tool": "get_current_tim"})
     assert "get_current_time" in unknown["error"]
     missing = call(mcp_home, reg, {"action": "list", "app": {"name": "linear", "mcp": True}})

@@ -13,9 +13,14 @@ One entry per server, keyed by its name::
         headers: {Authorization: "Bearer ${REMOTE_TOKEN}"}
         timeout: 60                # seconds per tool call
         connect_timeout: 30        # seconds for the handshake and the tool listing
-        tools: {include: [search], exclude: []}
+        tools: {include: [search], exclude: [], resources: true, prompts: true}
         elicitation: true          # the server may ask the person for input mid-call
+        sampling: false            # the server may ask the model (each request approved by the person)
         enabled: true
+      notes:                       # OAuth (MCP authorization): log in once with ``hermes mcp login notes``
+        url: https://notes.example.com/mcp
+        auth: oauth
+        oauth: {scope: "notes:read"}
 
 ``${VAR}`` (or ``${env:VAR}``) in ``env``, ``headers``, ``args``, ``url`` and ``cwd`` is filled from the
 environment (``.env`` included); an unset variable is an error naming it, never an empty string sent on.
@@ -64,6 +69,19 @@ class McpServerConfig:
     exclude: tuple[str, ...] = ()
     #: whether the server may ask the person for input during a call (MCP elicitation)
     elicitation: bool = True
+    #: whether the server may ask the session's model (MCP sampling; each request approved by the person)
+    sampling: bool = False
+    sampling_max_tokens: int = 1024
+    #: the handshake: ``auto`` (the SDK's: the 2026-07-28 protocol when the server has it, else the older
+    #: one) or ``legacy`` (always the older handshake, for servers that misbehave with the new one)
+    protocol: str = "auto"
+    #: whether the server's resources / prompts are offered as tools (when it advertises them)
+    resources: bool = True
+    prompts: bool = True
+    #: ``oauth``: the MCP authorization flow, tokens from ``hermes mcp login`` (:mod:`.oauth`)
+    auth: str | None = None
+    #: the scopes asked for at login (``oauth.scope``); None: what the server's metadata says
+    oauth_scope: str | None = None
     #: values filled in from the environment, and every env/header value: masked wherever shown
     secrets: tuple[str, ...] = ()
     #: what is masked in the server's own results: values filled in from the environment, header
@@ -72,7 +90,10 @@ class McpServerConfig:
     result_secrets: tuple[str, ...] = ()
 
     def wants(self, tool: str) -> bool:
-        """Whether the include/exclude lists let ``tool`` through."""
+        """Whether the include/exclude lists let ``tool`` through (``resources/…`` and ``prompts/…``, added
+        by hermes, follow ``tools.resources`` and ``tools.prompts`` instead)."""
+        if "/" in tool:
+            return self.resources if tool.startswith("resources/") else self.prompts
         if self.include is not None and tool not in self.include:
             return False
         return tool not in self.exclude
@@ -161,6 +182,11 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
     include = tools.strings("include", ()) if tools.value("include") is not None else None
     env = _string_map(reader, "env", lookup, filled)
     headers = _string_map(reader, "headers", lookup, filled)
+    auth = reader.text("auth")
+    if auth not in (None, "oauth"):
+        raise reader.fail("auth", "must be oauth (or left out; static tokens go in headers)")
+    if auth is not None and transport == "stdio":
+        raise reader.fail("auth", "is for HTTP servers (url:); a stdio server gets its keys through env")
     from_env = list(filled)
     filled.extend([*env.values(), *headers.values()])
     keyish = [v for k, v in env.items() if is_secret_name(k) or (len(v) >= 16 and any(c.isdigit() for c in v))]
@@ -173,9 +199,21 @@ def read_server(name: str, entry: Any, lookup: EnvLookup) -> McpServerConfig:
         timeout=reader.number("timeout", DEFAULT_CALL_TIMEOUT, minimum=1, maximum=3600),
         connect_timeout=reader.number("connect_timeout", DEFAULT_CONNECT_TIMEOUT, minimum=1, maximum=600),
         include=include, exclude=tools.strings("exclude", ()),
+        resources=tools.flag("resources", True), prompts=tools.flag("prompts", True),
         elicitation=reader.flag("elicitation", True),
+        auth=auth, oauth_scope=reader.table("oauth").text("scope"),
+        protocol=_protocol(reader),
+        sampling=reader.flag("sampling", False),
+        sampling_max_tokens=reader.integer("sampling_max_tokens", 1024, minimum=1, maximum=32768),
         secrets=_longest_first(filled),
     )
+
+
+def _protocol(reader: ConfigReader) -> str:
+    value = reader.text("protocol", "auto") or "auto"
+    if value not in ("auto", "legacy"):
+        raise reader.fail("protocol", "must be auto or legacy")
+    return value
 
 
 def _longest_first(values: list[str]) -> tuple[str, ...]:

@@ -26,6 +26,8 @@ from typing import Any, TextIO
 from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
 from hermes.connectors.mcp.elicit import Asker, InFlight, answer
+from hermes.connectors.mcp.extras import RESERVED, utility_tools
+from hermes.connectors.mcp.extras import run as run_extra
 from hermes.connectors.mcp.schema import MAX_TOOLS_PER_SERVER
 from hermes.connectors.mcp.state import (
     FAILED,
@@ -61,8 +63,12 @@ class Connection:
     """One configured server: its state and, while ready, its SDK client."""
 
     def __init__(self, config: McpServerConfig, *, log_dir: Path | None, on_change: Listener,
-                 cached_tools: tuple[McpTool, ...] | None = None) -> None:
+                 cached_tools: tuple[McpTool, ...] | None = None, token_dir: Path | None = None,
+                 login: Any = None) -> None:
         self.config = config
+        #: where ``auth: oauth`` tokens live, and the person's login (``hermes mcp login`` only)
+        self._token_dir = token_dir
+        self._login = login
         self.state = ServerState(config.name, tools=cached_tools or (), tools_cached=cached_tools is not None)
         self._log_dir = log_dir
         self._on_change = on_change
@@ -158,9 +164,10 @@ class Connection:
                 try:
                     async with asyncio.timeout(deadline):
                         client = await stack.enter_async_context(Client(
-                            self._transport(errlog), mode="auto", read_timeout_seconds=deadline,
+                            self._transport(errlog), mode=self.config.protocol, read_timeout_seconds=deadline,
                             message_handler=self._on_message,
-                            elicitation_callback=self._on_elicit if self.config.elicitation else None))
+                            elicitation_callback=self._on_elicit if self.config.elicitation else None,
+                            sampling_callback=self._on_sample if self.config.sampling else None))
                         tools = await self._list_tools(client)
                 except TimeoutError:
                     raise McpError(f"no answer to the handshake and tool listing within {deadline:g} s") from None
@@ -197,12 +204,27 @@ class Connection:
                                            cwd=str(Path(cfg.cwd).expanduser()) if cfg.cwd else None)
             sink: Any = errlog if errlog is not None else subprocess.DEVNULL
             return stdio_client(params, errlog=sink)
+        auth = self._oauth()
         if cfg.transport == "sse":
             from mcp.client.sse import sse_client
 
             return sse_client(cfg.url or "", headers=dict(cfg.headers) or None, timeout=cfg.connect_timeout,
-                              sse_read_timeout=max(cfg.timeout, 300.0))
-        return _streamable_http(cfg)
+                              sse_read_timeout=max(cfg.timeout, 300.0), auth=auth)
+        return _streamable_http(cfg, auth)
+
+    def _oauth(self) -> Any:
+        """The SDK's OAuth provider for ``auth: oauth`` (None otherwise); without a stored token and outside
+        ``hermes mcp login`` the attempt fails at once, never starting a login in the background."""
+        cfg = self.config
+        if cfg.auth != "oauth":
+            return None
+        from hermes.connectors.mcp.oauth import LOGIN_NEEDED, TokenFile, provider_for, token_path
+
+        if self._token_dir is None:
+            raise McpError(LOGIN_NEEDED.format(name=cfg.name))
+        if self._login is None and not TokenFile(token_path(self._token_dir, cfg.name)).has_tokens():
+            raise McpError(LOGIN_NEEDED.format(name=cfg.name))
+        return provider_for(cfg.name, cfg.url or "", self._token_dir, scope=cfg.oauth_scope, login=self._login)
 
     async def _list_tools(self, client: Any) -> tuple[McpTool, ...]:
         tools: list[McpTool] = []
@@ -210,7 +232,10 @@ class Connection:
         for _ in range(_PAGE_CAP):
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
-                if self.config.wants(tool.name):
+                if tool.name in RESERVED:  # hermes's names for resources and prompts (connectors/mcp/extras.py)
+                    logger.warning("MCP server %s: tool %s left out (a name hermes reserves)", self.config.name,
+                                   tool.name)
+                elif self.config.wants(tool.name):
                     listed = McpTool.listed(tool.name, tool.description or "", tool.input_schema,
                                             server=self.config.name)
                     if listed is not None:
@@ -221,7 +246,8 @@ class Connection:
         if len(tools) > MAX_TOOLS_PER_SERVER:
             logger.warning("MCP server %s lists %d tools; the first %d are offered", self.config.name,
                            len(tools), MAX_TOOLS_PER_SERVER)
-        return tuple(tools[:MAX_TOOLS_PER_SERVER])
+        extra = await utility_tools(client, resources=self.config.resources, prompts=self.config.prompts)
+        return tuple(tools[:MAX_TOOLS_PER_SERVER]) + tuple(extra)
 
     async def _on_message(self, message: Any) -> None:
         """A server's ``notifications/tools/list_changed`` refreshes the listing."""
@@ -242,6 +268,11 @@ class Connection:
     # -- calls (on the manager's loop) -----------------------------------------------------------------
     async def _on_elicit(self, context: Any, params: Any) -> Any:
         return await answer(self._in_flight, self.config.name, params)
+
+    async def _on_sample(self, context: Any, params: Any) -> Any:
+        from hermes.connectors.mcp.sampling import answer as sample
+
+        return await sample(self._in_flight, self.config.name, params, self.config.sampling_max_tokens)
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None = None,
                    asker: Asker | None = None) -> Any:
@@ -270,6 +301,8 @@ class Connection:
         try:
             with self._in_flight.during(asker):
                 async with asyncio.timeout(limit + 1):
+                    if tool in RESERVED:
+                        return await run_extra(client, tool, arguments)
                     return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
         except TimeoutError:
             raise McpError(f"MCP server '{name}' did not answer '{tool}' within {limit:g} s") from None
@@ -298,13 +331,14 @@ def _is_transport_error(exc: BaseException) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def _streamable_http(cfg: McpServerConfig) -> AsyncIterator[Any]:
-    """Streamable HTTP with the configured headers (the SDK's client takes them on its httpx2 client)."""
+async def _streamable_http(cfg: McpServerConfig, auth: Any = None) -> AsyncIterator[Any]:
+    """Streamable HTTP with the configured headers and OAuth (the SDK's client takes them on its httpx2
+    client)."""
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    http = create_mcp_http_client(headers=dict(cfg.headers) or None,
+    http = create_mcp_http_client(headers=dict(cfg.headers) or None, auth=auth,
                                   timeout=httpx2.Timeout(cfg.connect_timeout, read=max(cfg.timeout, 300.0)))
     async with http, streamable_http_client(cfg.url or "", http_client=http) as streams:
         yield streams

@@ -5,9 +5,10 @@ with the :data:`Asker` of the call in flight (the tool layer builds one from the
 puts the server's form to the person through the surface's ``clarify`` engine). The request is
 refused — an error the server sees, never a made-up answer — when nobody can answer: no call is in
 flight, the call's session has no person, or several sessions' calls are in flight on the server and
-hermes cannot tell which one asked. URL-mode requests (open this address) are refused as well;
-``mcp_servers.<name>.elicitation: false`` stops the server asking at all (the capability is then not
-offered in the handshake).
+hermes cannot tell which one asked. A URL-mode request (open this address) is put to the person the
+same way — the address shown, never opened by hermes — and accepted only when they say they opened it;
+an address that is not plain ``http(s)://`` is refused. ``mcp_servers.<name>.elicitation: false``
+stops the server asking at all (the capability is then not offered in the handshake).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import contextvars
 import itertools
 import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +26,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 ACTIONS = ("accept", "decline", "cancel")
+#: an address a URL-mode request may show: http(s), no spaces or control characters, at most 2 kB
+_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f]{1,2040}$")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,8 @@ class Elicitation:
     server: str
     message: str
     schema: dict[str, Any] = field(default_factory=dict)
+    #: URL mode: the address the server asks the person to open (None: a form)
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,14 +101,19 @@ async def answer(in_flight: InFlight, server: str, params: Any) -> Any:
     def refused(why: str) -> Any:
         return types.ErrorData(code=types.INVALID_REQUEST, message=f"hermes refused the request for input: {why}")
 
-    if getattr(params, "mode", "form") != "form":
-        return refused("hermes does not open addresses for MCP servers (URL mode)")
+    url: str | None = None
+    if getattr(params, "mode", "form") == "url":
+        url = str(getattr(params, "url", "") or "")
+        if not _URL.match(url):
+            return refused("only a plain http(s) address can be shown to the person (URL mode)")
+    elif getattr(params, "mode", "form") != "form":
+        return refused(f"unknown elicitation mode {str(getattr(params, 'mode', ''))[:20]!r}")
     asker, why = in_flight.only()
     if asker is None:
         return refused(why)
     schema = getattr(params, "requested_schema", None)
     schema = schema if isinstance(schema, dict) else (schema.model_dump() if schema is not None else {})
-    question = Elicitation(server=server, message=str(getattr(params, "message", "")), schema=schema)
+    question = Elicitation(server=server, message=str(getattr(params, "message", "")), schema=schema, url=url)
     try:
         reply = await asyncio.to_thread(asker, question)
     except Exception as exc:  # a broken surface refuses this request; it never breaks the connection

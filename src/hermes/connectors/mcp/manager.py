@@ -42,6 +42,9 @@ class McpManager:
         self.home = home
         self.files = StateFiles(home / "cache" / "mcp")
         self.log_dir = home / "logs" / "mcp"
+        self.token_dir = home / "mcp-tokens"
+        #: the person's OAuth login for servers connected from now on (``hermes mcp login`` only)
+        self.login: Any = None
         self._connections: dict[str, Connection] = {}
         self._disabled: dict[str, ServerState] = {}
         self._listeners: list[Listener] = []
@@ -105,7 +108,8 @@ class McpManager:
         for conn in stale:
             with self._lock:
                 self._connections.pop(conn.config.name, None)
-        new = [Connection(s, log_dir=self.log_dir, cached_tools=self.files.cached_tools(s.name, s.fingerprint()),
+        new = [Connection(s, log_dir=self.log_dir, token_dir=self.token_dir, login=self.login,
+                          cached_tools=self.files.cached_tools(s.name, s.fingerprint()),
                           on_change=self._listener_for(s)) for s in fresh]
         with self._lock:
             self._connections.update({c.config.name: c for c in new})

@@ -16,15 +16,21 @@ authenticated as on the relays, needs the ``tool:invoke`` scope, a plan that has
 grants managed connectors (``managed_tools``; 403 ``not_entitled`` otherwise), and passes the rate limit.
 A caller only ever sees their own accounts: another user's account id answers 404 ``unknown_account``.
 
-Accounts are created by the operator (``hermes toolgateway connectors add``): this gateway does not run
-OAuth against Gmail and the like, and connector tool calls are not relayed yet.
+    GET    /v1/connectors/apps                         the apps whose actions this gateway runs
+    GET    /v1/connectors/{app}/actions[/{action}]     an app's actions; one with its input schema
+    POST   /v1/connectors/{app}/actions/{action}       run one for one of the caller's accounts
+
+The actions are described by OpenAPI documents in the gateway config and run by
+:mod:`.connector_actions` (metered, with the gateway-held 5-minute deadline). Accounts and their
+provider tokens are recorded by the operator (``hermes toolgateway connectors add … --token-env``):
+this gateway does not run the OAuth connect flow against Gmail and the like yet.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
 from starlette.responses import Response
@@ -35,6 +41,9 @@ from hermes.toolgateway.errors import GatewayHTTPError, json_object, json_respon
 from hermes.toolgateway.portal.auth import Principal, extract_token
 from hermes.toolgateway.relays.base import Operation, Relay, read_body
 from hermes.toolgateway.storage.connector_store import ConnectorStore, ConnectorStoreError, check_app
+
+if TYPE_CHECKING:
+    from hermes.toolgateway.services import Gateway
 
 LABEL = "connector"
 PREFIX = "/v1/connectors"
@@ -50,7 +59,12 @@ ENDPOINTS: tuple[tuple[str, str], ...] = (
     ("PATCH", "/v1/connectors/{app}/accounts/{id}"),
     ("DELETE", "/v1/connectors/{app}/accounts/{id}"),
     ("POST", "/v1/connectors/{app}/accounts/{id}/retire"),
+    ("GET", "/v1/connectors/apps"),
+    ("GET", "/v1/connectors/{app}/actions"),
+    ("GET", "/v1/connectors/{app}/actions/{action}"),
+    ("POST", "/v1/connectors/{app}/actions/{action}"),
 )
+_ACTION_KINDS = ("apps", "actions", "action")
 
 
 def _store_error(exc: ConnectorStoreError) -> GatewayHTTPError:
@@ -64,6 +78,12 @@ def _route(path: str) -> tuple[str, tuple[str, ...], str | None, str | None]:
         rest = parts[2:]
         if rest == ["accounts"]:
             return "all", ("GET",), None, None
+        if rest == ["apps"]:
+            return "apps", ("GET",), None, None
+        if len(rest) == 2 and rest[1] == "actions":
+            return "actions", ("GET",), rest[0], None
+        if len(rest) == 3 and rest[1] == "actions":
+            return "action", ("GET", "POST"), rest[0], rest[2]
         if len(rest) == 2 and rest[1] == "accounts":
             return "app", ("GET",), rest[0], None
         if len(rest) == 3 and rest[1] == "accounts":
@@ -78,6 +98,14 @@ class ConnectorAPI(Relay):
 
     label = LABEL
     category = "connectors"
+
+    def __init__(self, gateway: Gateway) -> None:
+        super().__init__(gateway)
+        from hermes.toolgateway.connector_apps import load_app
+        from hermes.toolgateway.relays.connector_actions import ConnectorActions
+
+        apps = {name: load_app(cfg) for name, cfg in gateway.config.connector_apps.items()}
+        self.actions = ConnectorActions(gateway, apps)
 
     def operations(self) -> Sequence[Operation]:
         return ()  # routed by :func:`_route`: the paths carry parameters
@@ -128,8 +156,17 @@ class ConnectorAPI(Relay):
         if wait > 0:
             raise too_many("rate_limited", "too many requests with this token; slow down",
                            gw.limiter.retry_after(wait))
-        body = await read_body(scope, receive, headers, MAX_BODY)
+        body = await read_body(scope, receive, headers, MAX_BODY if kind not in _ACTION_KINDS else
+                               self.max_request_bytes())
         try:
+            if kind == "apps":
+                return self.actions.listing()
+            if kind == "actions":
+                return self.actions.actions(str(app))
+            if kind == "action" and method == "GET":
+                return self.actions.describe(str(app), str(account_id))
+            if kind == "action":
+                return await self.actions.call(principal, self.store, str(app), str(account_id), body)
             return self._answer(kind, method, principal.user.id, app, account_id, body)
         except ConnectorStoreError as exc:
             raise _store_error(exc) from None

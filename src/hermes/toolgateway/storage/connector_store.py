@@ -5,6 +5,9 @@ One row per connected account of one user for one app (``gmail``, ``github``…)
 * ``name`` — the user's (or the agent's) name for it, following :mod:`hermes.connectors.naming`, or
   NULL while unnamed; unique among the user's **active** accounts of that app;
 * ``display_name`` — how the app itself calls the account (a mailbox address), shown when unnamed;
+* ``credential`` — the provider token the gateway sends to the app for this account, sealed
+  (:mod:`.sealed`); only :meth:`ConnectorStore.credential` reads it, nothing lists it, and retiring
+  an account drops it;
 * ``status`` — ``active`` or ``retired``. Reconnecting a broken account adds a new active account
   under the old one's name and retires the old one (``replaced_by`` points at the new one); retired
   accounts stay until the user deletes them, one by one.
@@ -139,9 +142,10 @@ class ConnectorStore:
 
     # -- writing -------------------------------------------------------------------------------------
     def add(self, user_id: int, app: str, *, name: str | None = None, display_name: str | None = None,
-            replaces: str | None = None) -> ConnectorAccount:
+            replaces: str | None = None, credential: Callable[[str], str] | None = None) -> ConnectorAccount:
         """Record a newly connected account; with ``replaces`` (an id or active name) it is a reconnect:
-        the new account takes the old one's name (unless ``name`` is given) and the old one is retired."""
+        the new account takes the old one's name (unless ``name`` is given) and the old one is retired.
+        ``credential`` seals the provider token for the new account's id (``storage.sealed``)."""
         check_app(app)
         if name is not None:
             check_name(name)
@@ -159,11 +163,12 @@ class ConnectorStore:
             with self.conn.transaction():
                 if old is not None:
                     self.conn.execute(
-                        "UPDATE connector_accounts SET status = 'retired', retired = ?, replaced_by = ? "
-                        "WHERE id = ? AND user_id = ?", (now, new_id, old.id, user_id))
+                        "UPDATE connector_accounts SET status = 'retired', retired = ?, replaced_by = ?, "
+                        "credential = NULL WHERE id = ? AND user_id = ?", (now, new_id, old.id, user_id))
                 self.conn.execute(
-                    "INSERT INTO connector_accounts (id, user_id, app, name, display_name, status, created) "
-                    "VALUES (?, ?, ?, ?, ?, 'active', ?)", (new_id, user_id, app, name, display, now))
+                    "INSERT INTO connector_accounts (id, user_id, app, name, display_name, status, created, "
+                    "credential) VALUES (?, ?, ?, ?, ?, 'active', ?, ?)",
+                    (new_id, user_id, app, name, display, now, credential(new_id) if credential else None))
         except self.conn.integrity_error:
             raise ConnectorStoreError("name_taken", f"another active {app} account is already named {name!r}") from None
         return self.get(user_id, new_id)
@@ -194,9 +199,15 @@ class ConnectorStore:
         account = self.get(user_id, account_id)
         if account.active:
             self.conn.execute(
-                "UPDATE connector_accounts SET status = 'retired', retired = ? "
+                "UPDATE connector_accounts SET status = 'retired', retired = ?, credential = NULL "
                 "WHERE id = ? AND user_id = ? AND status = 'active'", (self.clock(), account_id, user_id))
         return self.get(user_id, account_id)
+
+    def credential(self, user_id: int, account_id: str) -> str | None:
+        """The sealed provider token of the user's active account (None: none stored); never in ``as_json``."""
+        row = self.conn.execute("SELECT credential FROM connector_accounts WHERE id = ? AND user_id = ? "
+                                "AND status = 'active'", (account_id, user_id)).fetchone()
+        return None if row is None or row[0] is None else str(row[0])
 
     def delete(self, user_id: int, account_id: str) -> ConnectorAccount:
         """Delete one account for good (the user's own command only); returns what was deleted."""

@@ -196,9 +196,12 @@ M006_USAGE_RID = (
     "FOR EACH STATEMENT EXECUTE FUNCTION hermes_gateway_auth_changed()",
 )
 
+#: each connector account's provider token, sealed with the gateway's key (``storage.sealed``)
+M007_CONNECTOR_CREDENTIALS = ("ALTER TABLE connector_accounts ADD COLUMN credential TEXT",)
+
 #: ``MIGRATIONS[i]`` takes the database from version i to i + 1; append only.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (M001_ACCOUNTS, M002_METERING, M003_CONNECTOR_ACCOUNTS, M004_UPLOADS,
-                                                M005_RELAY_JOBS, M006_USAGE_RID)
+                                                M005_RELAY_JOBS, M006_USAGE_RID, M007_CONNECTOR_CREDENTIALS)
 
 
 def migrate(conn: Any) -> int:

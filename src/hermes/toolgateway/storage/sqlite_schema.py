@@ -207,6 +207,11 @@ def m006_usage_rid(conn: sqlite3.Connection) -> None:
     ])
 
 
+def m007_connector_credentials(conn: sqlite3.Connection) -> None:
+    """Each connector account's provider token, sealed with the gateway's key (``storage.sealed``)."""
+    _run(conn, ["ALTER TABLE connector_accounts ADD COLUMN credential TEXT"])
+
+
 #: ``MIGRATIONS[i]`` takes the gateway database from ``user_version`` i to i + 1; append only.
 MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering, m003_connector_accounts, m004_uploads,
-                                   m005_relay_jobs, m006_usage_rid)
+                                   m005_relay_jobs, m006_usage_rid, m007_connector_credentials)

@@ -64,21 +64,9 @@ def _directory(kw: dict[str, Any]) -> ConnectorDirectory:
 
 def connector_accounts_available() -> tuple[bool, str | None]:
     """Offline: only for logins whose claims grant managed connectors (``managed_tools``)."""
-    from hermes.errors import HermesError
+    from hermes.connectors.access import managed_connectors_available
 
-    try:
-        from hermes.config.settings import Settings
-        from hermes.routing import load_credentials
-
-        settings = Settings.load()
-        credentials = load_credentials(settings.paths.auth, settings.env.as_dict())
-    except HermesError as exc:
-        return False, f"the settings cannot be read: {exc}"
-    if credentials.managed_tools:
-        return True, None
-    if credentials.token_source is None:
-        return False, "needs a Nous Portal login with managed connectors ('hermes portal login')"
-    return False, "the Nous Portal login's plan does not include managed connectors"
+    return managed_connectors_available()
 
 
 def connector_accounts(args: dict[str, Any], **kw: Any) -> dict[str, Any] | ToolResult:

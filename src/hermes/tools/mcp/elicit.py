@@ -46,8 +46,25 @@ def _choices(prop: Mapping[str, Any]) -> tuple[list[str], bool]:
     return [], False
 
 
+OPENED, NOT_OPENED = "I opened it", "decline"
+ALLOW, DENY = "allow", "deny"
+
+
+def _url_question(request: Elicitation) -> dict[str, Any]:
+    from urllib.parse import urlsplit
+
+    host = urlsplit(str(request.url)).hostname or "?"
+    return {"question": f"MCP server '{request.server}' asks you to open an address: "
+                        f"{safe_description(request.message) or 'no reason given'}\n{request.url}\n"
+                        f"(it goes to {host}; hermes does not open it — open it yourself if you trust it)",
+            "choices": [OPENED, NOT_OPENED], "multi_select": False}
+
+
 def questions_of(request: Elicitation) -> list[tuple[str, dict[str, Any]]]:
-    """``(field, clarify question payload)`` per field of the request's schema, the server's message first."""
+    """``(field, clarify question payload)`` per field of the request's schema, the server's message first
+    (a URL-mode request: one question, the address shown)."""
+    if request.url is not None:
+        return [("", _url_question(request))]
     props = request.schema.get("properties")
     out: list[tuple[str, dict[str, Any]]] = []
     head = f"MCP server '{request.server}' asks: {safe_description(request.message) or 'some input'}"
@@ -91,6 +108,11 @@ def answer_of(request: Elicitation, fields: list[str], reply: Any) -> ElicitAnsw
         return ElicitAnswer("cancel")
     if outcome != "submitted":
         return None
+    if request.url is not None:  # URL mode: accepted only when the person says they opened it
+        first = (reply.get("responses") or [{}])[0]
+        said = first.get("user_response") if isinstance(first, Mapping) else None
+        said = said[0] if isinstance(said, list) and said else said
+        return ElicitAnswer("accept" if said == OPENED else "decline")
     props = request.schema.get("properties") or {}
     required = set(request.schema.get("required") or ())
     responses = reply.get("responses") or []
@@ -114,7 +136,7 @@ def asker_for(kw: dict[str, Any], config: McpServerConfig) -> Asker | None:
     from hermes.tools.toolsets import Surface
 
     session = session_of(kw)
-    if session is None or not config.elicitation:
+    if session is None or not (config.elicitation or config.sampling):
         return None
     try:
         if not Surface(session.surface).has_person:
@@ -134,4 +156,41 @@ def asker_for(kw: dict[str, Any], config: McpServerConfig) -> Asker | None:
         return answer_of(request, [name for name, _ in asked], reply)
 
     ask.owner = session  # type: ignore[attr-defined]
+    if config.sampling:
+        ask.sample = _sampler(kw, session, wait)  # type: ignore[attr-defined]
     return ask
+
+
+def _sampler(kw: dict[str, Any], session: Any, wait: float) -> Any:
+    """Approve one sampling request with the person (clarify: allow / deny), then ask the session's model."""
+    from hermes.connectors.mcp.sampling import SampleAnswer, SampleRequest
+    from hermes.tools.requests import Request
+    from hermes.tools.session import ToolSession
+
+    owner = kw.get("session")
+    model = owner.context.sample if isinstance(owner, ToolSession) else None
+
+    def sample(request: SampleRequest) -> SampleAnswer | str | None:
+        if model is None:
+            return "this session has no model to ask"
+        last = safe_description(request.messages[-1][1])
+        preview = last if len(last) <= 600 else last[:599] + "…"
+        question = (f"MCP server '{request.server}' wants to ask the model ({len(request.messages)} message(s), "
+                    f"up to {request.max_tokens} tokens). The last one:\n{preview}\nAllow this once?")
+        reply = session.sink.ask(Request(kind="clarify", payload={
+            "questions": [{"question": question, "choices": [ALLOW, DENY], "multi_select": False}],
+            "timeout_seconds": wait}))
+        if hasattr(reply, "result"):
+            reply = reply.result()
+        first = (reply.get("responses") or [{}])[0] if isinstance(reply, Mapping) else {}
+        said = first.get("user_response") if isinstance(first, Mapping) else None
+        said = said[0] if isinstance(said, list) and said else said
+        if not isinstance(reply, Mapping) or reply.get("outcome") != "submitted" or said != ALLOW:
+            return "the person did not allow it"
+        messages = [{"role": "system", "content": request.system}] if request.system else []
+        messages += [{"role": role if role in ("user", "assistant") else "user", "content": text}
+                     for role, text in request.messages]
+        text, name = model(messages, request.max_tokens)
+        return SampleAnswer(text, name)
+
+    return sample

@@ -127,8 +127,10 @@ class _Binding:
             register_connections(self)
             return
         entry = self.reg.get(CONNECTIONS)
-        if entry is not None and entry.options.get("mcp_index"):
-            self.reg.unregister(CONNECTIONS)
+        if entry is not None and entry.options.get("mcp_index"):  # back to the managed-connectors entry
+            from hermes.tools.mcp.connections import register_base
+
+            register_base(self.reg)
         for server, chosen in self.listings.items():
             config = self.configs[server]
             others = {n for names in self.registered.values() for n in names} | {
@@ -162,7 +164,12 @@ class _Binding:
         check_arguments(validator, sent)
         result = self.manager.call(server, tool.name, sent, asker=asker_for(kw, config))
         converted = convert_result(result, server=server, tool=tool.name, media_dir=self.media_dir)
-        return _as_untrusted(converted, f"mcp:{server}/{tool.name}", config.result_secrets)
+        secrets = config.result_secrets
+        if config.auth == "oauth":  # the server's OAuth tokens never reach the model, even echoed back
+            from hermes.connectors.mcp.oauth import token_secrets
+
+            secrets = (*token_secrets(self.manager.token_dir, server), *secrets)
+        return _as_untrusted(converted, f"mcp:{server}/{tool.name}", secrets)
 
     def _register(self, config: McpServerConfig, tool: McpTool, name: str) -> None:
         server = config.name
