@@ -247,3 +247,27 @@ def test_a_killed_dispatcher_is_replaced_without_losing_or_repeating_a_task(boar
     for task_id in quick:
         assert [(r.claimed_by, r.outcome) for r in board.runs(task_id)] == [("first", "completed")]
     assert all(t.status == "done" for t in board.tasks())
+
+
+def test_the_cli_works_on_the_postgresql_board(board: PgBoard, url: str, hermes_home: Path) -> None:
+    import json
+
+    (hermes_home / "config.yaml").write_text(f"kanban:\n  database_url: {url}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_KANBAN")}
+    env.update(HERMES_HOME=str(hermes_home), PYTHONPATH=SRC)
+
+    def hermes(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "hermes", "kanban", *args], env=env, capture_output=True,
+                              text=True, timeout=120)
+
+    made = hermes("create", "from the cli", "-a", "dev", "--notify", "telegram:42", "--json")
+    assert made.returncode == 0, made.stderr
+    task_id = json.loads(made.stdout)["task"]["id"]
+    assert board.get(task_id).origin == "chat:telegram:42:"  # it is in PostgreSQL, not in a SQLite file
+    assert not (hermes_home / "kanban.db").exists()
+    shown = json.loads(hermes("board", "--json").stdout)
+    assert [t["id"] for t in shown] == [task_id]
+    (hermes_home / "config.yaml").write_text(
+        f"kanban:\n  database_url: postgresql://gw:not-the-pw@127.0.0.1:{url.rsplit(':', 1)[1]}\n")
+    wrong = hermes("board")
+    assert wrong.returncode == 1 and "not-the-pw" not in wrong.stderr and "gw:***@" in wrong.stderr
