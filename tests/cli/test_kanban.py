@@ -25,12 +25,18 @@ def test_create_link_move_comment_attach_and_read_back(hermes_home: Path, tmp_pa
     b = kanban(hermes_home, "create", "build", "-a", "dev", "--parent", a).stdout.split()[0]
     board = kanban(hermes_home, "board")
     assert "READY (1)" in board.stdout and "TODO (1)" in board.stdout and "design" in board.stdout
+    header = next(line for line in board.stdout.splitlines() if "ASSIGNEE" in line)
+    row = next(line for line in board.stdout.splitlines() if line.strip().startswith(a))
+    assert header.split() == ["ID", "PRI", "ASSIGNEE", "UPDATED", "STATE", "TITLE"]
+    assert row.index("p2") == header.index("PRI") and row.index("dev") == header.index("ASSIGNEE"), board.stdout
     cycle = kanban(hermes_home, "link", b, a)
     assert cycle.returncode == 1 and "would make a cycle" in cycle.stderr
     refused = kanban(hermes_home, "move", a, "done")
     assert refused.returncode == 1 and "cannot go from ready to done" in refused.stderr
     blocked = kanban(hermes_home, "move", a, "blocked", "--reason", "waiting for keys")
     assert blocked.stdout.strip() == f"{a} blocked"
+    assert "waiting for keys" in next(line for line in kanban(hermes_home, "board").stdout.splitlines()
+                                      if line.strip().startswith(a))
     assert kanban(hermes_home, "move", a, "ready").stdout.strip() == f"{a} ready"
     assert kanban(hermes_home, "comment", a, "looks good").returncode == 0
     note = tmp_path / "notes.txt"

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hermes.store.kanban.board import Board
     from hermes.store.kanban.config import KanbanConfig
+    from hermes.store.kanban.models import Task
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -109,15 +111,53 @@ def _board(board: Board, args: argparse.Namespace) -> int:
     if not tasks:
         print("the board is empty" if args.status is None else f"no {args.status} tasks")
         return 0
+    import shutil
+    import time
+
+    width = shutil.get_terminal_size((120, 40)).columns
+    now = time.time()
     for status in STATUSES:
         group = [t for t in tasks if t.status == status]
         if not group:
             continue
+        rows = [(t.id, f"p{t.priority}", t.assignee or "-", _age(now - t.updated_at), _note(t), t.title)
+                for t in group]
         print(f"{status.upper()} ({len(group)})")
-        for t in group:
-            extra = f"  [{t.block_kind}: {t.block_reason}]" if t.status == "blocked" else ""
-            print(f"  {t.id}  p{t.priority:<3} {t.assignee or '-':<14} {t.title}{extra}")
+        print("\n".join(_table(("ID", "PRI", "ASSIGNEE", "UPDATED", "STATE", "TITLE"), rows, width)))
+        print()
     return 0
+
+
+def _note(task: Task) -> str:
+    """What a row says besides its status: why it is blocked, who runs it, when it retries."""
+    if task.status == "blocked":
+        return f"{task.block_kind}: {task.block_reason or ''}".strip()
+    if task.status == "running":
+        return f"run {task.current_run_id} by {task.claimed_by or '?'}"
+    if task.retry_at is not None and task.failures:
+        return f"{task.failures} failure(s), retry {_when(task.retry_at)[11:]}"
+    return ""
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]], width: int) -> list[str]:
+    """Columns padded to their widest cell; the last column (the title) is cut to the terminal's width."""
+    widths = [max(len(cell) for cell in column) for column in zip(head, *rows, strict=True)]
+    fixed = sum(widths[:-1]) + 2 * (len(widths) - 1) + 2
+    room = max(20, width - fixed)
+    out = []
+    for row in (head, *rows):
+        cells = [cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=False)]
+        title = row[-1] if len(row[-1]) <= room else row[-1][: room - 1] + "…"
+        out.append("  " + "  ".join([*cells, title]).rstrip())
+    return out
 
 
 def _show(board: Board, args: argparse.Namespace) -> int:
