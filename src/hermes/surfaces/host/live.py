@@ -52,11 +52,13 @@ class LiveSession:
     """A conversation hosted in this process (see the module docstring). Thread-safe."""
 
     def __init__(self, key: str, listener: HostListener, *, toolsets: list[str] | None = None,
-                 title: str | None = None) -> None:
+                 title: str | None = None, disabled: tuple[str, ...] = ()) -> None:
         self.key = key
         self.listener = listener
         #: toolsets a new session of this conversation gets (None: the surface's configured ones)
         self.toolsets = toolsets
+        #: toolsets a new session of this conversation does not get (on top of agent.disabled_toolsets)
+        self.disabled = disabled
         self.title = title
         self.agent: Agent | None = None
         self.inbox: deque[str] = deque()
