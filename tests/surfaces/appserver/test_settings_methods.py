@@ -124,17 +124,17 @@ def test_toolsets_are_listed_and_turned_on_and_off_per_session_and_in_the_config
     assert {"name": "web_search", "available": True} in states["web"]["tools"]
     assert "web_search" in listed["tools"] and listed["frozen"] is False
 
-    # one session without the web tools, with todo only: the model sees exactly that
+    # one session without the web tools, with todo only (and the catalog, on in every desktop session)
     session = rpc.call("sessions.create", {"toolsets": ["todo", "web"]})["session"]
     assert rpc.call("toolsets.disable", {"session": session, "names": ["web"]})["disabled"] == ["web"]
-    assert rpc.call("toolsets.list", {"session": session})["tools"] == ["todo_list"]
+    assert rpc.call("toolsets.list", {"session": session})["tools"] == ["todo_list", "catalog"]
     rpc.call("message.send", {"session": session, "text": "hi"})
     rpc.finished(session)
-    assert tool_names(model.requests[-1]) == {"todo_list"}
+    assert tool_names(model.requests[-1]) == {"todo_list", "catalog"}
     refused = rpc.request("toolsets.enable", {"session": session, "names": ["web"]})
     assert "already started" in refused["error"]["message"] and "TS-9" in refused["error"]["message"]
     frozen = rpc.call("toolsets.list", {"session": session})
-    assert frozen["frozen"] is True and frozen["tools"] == ["todo_list"]
+    assert frozen["frozen"] is True and frozen["tools"] == ["todo_list", "catalog"]
 
     unknown = rpc.request("toolsets.disable", {"names": ["nope"]})
     assert "unknown toolset(s): nope" in unknown["error"]["message"]

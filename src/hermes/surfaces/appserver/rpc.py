@@ -32,6 +32,8 @@ INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 APP_ERROR = -32000
 APPROVAL_TIMEOUT = 300.0
+#: the surfaces a client of the app server starts sessions on: the desktop app and the TUI
+CLIENT_SURFACES = (Surface.DESKTOP.value, Surface.TUI.value)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -91,6 +93,7 @@ class Conversation:
         #: what a new stored session of this conversation gets (sessions.create)
         self.toolsets: list[str] | None = None
         self.disabled: tuple[str, ...] = ()  # toolsets.disable with this session
+        self.surface = Surface.DESKTOP  # sessions.create's surface (desktop or tui)
         self.title: str | None = None
 
     def on_event(self, session: LiveSession, event: Event) -> None:
@@ -220,14 +223,19 @@ class AppApi:
         toolsets = params.get("toolsets")
         if toolsets is not None and not (isinstance(toolsets, list) and all(isinstance(t, str) for t in toolsets)):
             raise RpcError(INVALID_PARAMS, "'toolsets' must be a list of toolset names")
+        surface = params.get("surface", Surface.DESKTOP.value)
+        if surface not in CLIENT_SURFACES:
+            raise RpcError(INVALID_PARAMS, f"'surface' must be one of {', '.join(CLIENT_SURFACES)} (the app's "
+                                           "clients); other surfaces have their own commands")
         if toolsets is not None:
             from hermes.tools.toolsets import resolve_toolsets
 
-            resolve_toolsets(Surface.DESKTOP, toolsets)  # an unknown name is refused now, not at the first turn
+            resolve_toolsets(Surface(surface), toolsets)  # an unknown name is refused now, not at the first turn
         title = _text(params, "title", required=False)
         key = f"app:{uuid.uuid4().hex}"
         conversation = self._open(client, key)
         conversation.toolsets, conversation.title = toolsets, title
+        conversation.surface = Surface(surface)
         return {"session": key, "session_id": None}
 
     def sessions_resume(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:
@@ -256,7 +264,7 @@ class AppApi:
         self.follow(client, conversation.key)
         status = self.host.submit(conversation.key, text, conversation,
                                   toolsets=conversation.toolsets, title=conversation.title,
-                                  disabled=conversation.disabled)
+                                  disabled=conversation.disabled, surface=conversation.surface)
         return {"status": status}
 
     def turn_interrupt(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,7 @@ class ToolsetMethods:
         registered = reg.toolsets()
         settings = self.api.settings
         config_disabled = settings.agent().disabled_toolsets
-        out: dict[str, Any] = {"surface": Surface.DESKTOP.value}
+        out: dict[str, Any] = {}
         requested = settings.requested_toolsets()
         disabled = tuple(config_disabled)
         frozen: list[str] | None = None
@@ -62,11 +62,13 @@ class ToolsetMethods:
                 frozen = self.api.host.store.get_session(started).tools
             requested = conversation.toolsets if conversation.toolsets is not None else requested
             disabled = (*disabled, *conversation.disabled)
-        resolved = resolve_toolsets(Surface.DESKTOP, requested, disabled=disabled, registered=registered)
+        surface = conversation.surface if conversation is not None else Surface.DESKTOP
+        out["surface"] = surface.value
+        resolved = resolve_toolsets(surface, requested, disabled=disabled, registered=registered)
         session_tools = [t for t in resolved.tools if t in reg and reg.is_available(t)]
         out["frozen"] = frozen is not None
         out["tools"] = frozen if frozen is not None else session_tools
-        names = [n for n, t in TOOLSETS.items() if Surface.DESKTOP in t.surfaces and not n.startswith("hermes-")]
+        names = [n for n, t in TOOLSETS.items() if surface in t.surfaces and not n.startswith("hermes-")]
         names += sorted(n for n in registered if n not in TOOLSETS)
         listed = []
         for name in names:
@@ -120,7 +122,7 @@ class ToolsetMethods:
             if base is None:
                 from hermes.tools.toolsets import SURFACE_BUNDLES
 
-                base = self.api.settings.requested_toolsets() or [SURFACE_BUNDLES[Surface.DESKTOP]]
+                base = self.api.settings.requested_toolsets() or [SURFACE_BUNDLES[conversation.surface]]
             conversation.toolsets = [*base, *(n for n in names if n not in base)]
             conversation.disabled = tuple(n for n in conversation.disabled if n not in names)
         else:

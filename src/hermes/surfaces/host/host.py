@@ -62,14 +62,15 @@ class SessionHost:
     # -- public API -----------------------------------------------------------------------------------
 
     def submit(self, key: str, text: str, listener: HostListener, *, toolsets: list[str] | None = None,
-               title: str | None = None, disabled: tuple[str, ...] = ()) -> Submitted:
+               title: str | None = None, disabled: tuple[str, ...] = (), surface: Surface | None = None) -> Submitted:
         """Hand the host a message of conversation ``key``.
 
         While a round trip of that conversation waits for the person (clarify, approval), the message
         is its reply (``"reply"``). Otherwise it starts a turn (``"started"``), or, during a turn, waits
         for it (``"queued"``) or interrupts it (``"interrupting"``, with ``busy_mode="interrupt"``).
         ``listener`` receives this conversation's events from now on; ``toolsets``, ``disabled`` (toolsets
-        turned off) and ``title`` are used when the conversation starts a new stored session.
+        turned off), ``title`` and ``surface`` (None: the host's) are used when the conversation starts a new
+        stored session.
         """
         with self._lock:
             if self._closed:
@@ -77,7 +78,7 @@ class SessionHost:
             live = self._sessions.get(key)
             if live is None:
                 live = self._sessions[key] = LiveSession(key, listener, toolsets=toolsets, title=title,
-                                                         disabled=disabled)
+                                                         disabled=disabled, surface=surface)
         with live.lock:
             live.listener = listener
             live.last_active = time.monotonic()
@@ -226,12 +227,12 @@ class SessionHost:
         stored = self.conversations.session_for(live.key)
         if stored is not None:
             try:
-                return open_agent(self.settings, SessionRequest(self.surface, resume=stored), sink,
+                return open_agent(self.settings, SessionRequest(live.surface or self.surface, resume=stored), sink,
                                   provider=self.provider(), store=self.store)
             except SessionNotFound:
                 logger.info("conversation %s: its session %s is gone; starting a new one", live.key, stored)
-        agent = new_agent(self.settings, self.surface, sink, requested=live.toolsets, provider=self.provider(),
-                          store=self.store, title=live.title, disabled=live.disabled)
+        agent = new_agent(self.settings, live.surface or self.surface, sink, requested=live.toolsets,
+                          provider=self.provider(), store=self.store, title=live.title, disabled=live.disabled)
         if agent.session_id is not None:
             self.conversations.bind(live.key, agent.session_id)
         return agent
