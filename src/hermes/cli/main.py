@@ -28,6 +28,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("toolgateway", "toolgateway", "run and administer a self-hosted Tool Gateway"),
     ("gateway", "gateway", "the messaging gateway: Telegram, Discord, Slack, Teams, IRC, an OpenAI-compatible API"),
     ("serve", "serve", "the app server: the desktop app's JSON-RPC API over a WebSocket (loopback by default)"),
+    ("tui", "tui", "the full-screen terminal UI (Textual), a client of the app server"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),
     ("browser", "browser", "the browser tools' vault of site logins: add, list, remove"),
