@@ -7,12 +7,23 @@ token in ``HERMES_HOME/serve_token`` (created 0600 on first need); its path is p
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes.surfaces.appserver.server import AppServer
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1); anything beyond "
                                        "loopback requires the bearer token")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8765; 0: any free port)")
+    parser.add_argument("--token-stdin", action="store_true",
+                        help="read the bearer token from the first line of standard input, require it from every "
+                             "client (loopback too) and stop when standard input closes (how 'hermes desktop "
+                             "--ssh' and 'hermes tui --ssh' start the server on a remote machine)")
+    from hermes.surfaces.appserver.remote_cli import add_remote_options
+
+    add_remote_options(parser, verb="serve a local tunnel to")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,12 +39,25 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings.load()
     export_dotenv(settings)
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    if getattr(args, "ssh", None) or getattr(args, "url", None):
+        from hermes.surfaces.appserver.remote_cli import hold_remote
+
+        return hold_remote(settings, args)
     host = args.host or str(settings.get("serve.host", "127.0.0.1"))
     port = args.port if args.port is not None else int(settings.get("serve.port", 8765))
     home = settings.paths.ensure()
-    if not is_loopback(host):
+    stdin_token = None
+    if args.token_stdin:
+        import sys
+
+        stdin_token = sys.stdin.readline().strip()
+        if not stdin_token:
+            from hermes.errors import UsageError
+
+            raise UsageError("--token-stdin: the first line of standard input must be the token")
+    elif not is_loopback(host):
         ensure_token(home)
-    gate = Gate(host, read_token(home))
+    gate = Gate(host, stdin_token or read_token(home), require=stdin_token is not None)
     api = AppApi(settings, max_concurrent_turns=int(settings.get("serve.max_concurrent_turns", 16)))
     try:
         server = AppServer(api, gate, host, port)
@@ -42,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     shown = f"[{host}]" if ":" in host else host
     print(f"hermes app server on ws://{shown}:{server.port}{RPC_PATH}", flush=True)
-    if gate.token_required:
+    if stdin_token is not None:
+        print("clients must send the bearer token given on standard input; stops when it closes", flush=True)
+        _stop_when_stdin_closes(server)
+    elif gate.token_required:
         print(f"clients must send the bearer token stored in {token_path(home)}", flush=True)
     else:
         print("loopback only: no token needed (Ctrl-C stops)", flush=True)
@@ -54,3 +81,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
+
+
+def _stop_when_stdin_closes(server: AppServer) -> None:
+    import sys
+    import threading
+
+    def watch() -> None:
+        while sys.stdin.readline():
+            pass
+        server.server.should_exit = True
+
+    threading.Thread(target=watch, name="hermes-serve-stdin", daemon=True).start()
