@@ -23,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                              "--ssh' and 'hermes tui --ssh' start the server on a remote machine)")
     from hermes.surfaces.appserver.remote_cli import add_remote_options
 
-    add_remote_options(parser, verb="serve a local tunnel to")
+    add_remote_options(parser, verb="hold a local tunnel to", by_url=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,14 +16,15 @@ if TYPE_CHECKING:
 REMOTE_TOKEN_FILE = "remote_token"
 
 
-def add_remote_options(parser: argparse.ArgumentParser, *, verb: str = "use") -> None:
-    """``--ssh HOST``, ``--url URL``, ``--token-file``, ``--ssh-option`` and ``--remote-command``."""
+def add_remote_options(parser: argparse.ArgumentParser, *, verb: str = "use", by_url: bool = True) -> None:
+    """``--ssh HOST``, ``--ssh-option``, ``--remote-command`` and (``by_url``) ``--url URL``, ``--token-file``."""
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--ssh", metavar="HOST", help=f"{verb} the app server on HOST: started there over SSH "
                                                       "(hermes serve), reached through a forwarded local port")
-    where.add_argument("--url", metavar="URL", help=f"{verb} a running app server (ws://HOST:PORT/rpc)")
-    parser.add_argument("--token-file", help="with --url: a file holding the server's bearer token "
-                                             "(else HERMES_SERVE_TOKEN; never given on the command line)")
+    if by_url:
+        where.add_argument("--url", metavar="URL", help=f"{verb} a running app server (ws://HOST:PORT/rpc)")
+        parser.add_argument("--token-file", help="with --url: a file holding the server's bearer token "
+                                                 "(else HERMES_SERVE_TOKEN; never given on the command line)")
     parser.add_argument("--ssh-option", action="append", default=None, metavar="OPT",
                         help="with --ssh: one more argument for ssh (repeatable, e.g. --ssh-option=-p2222); "
                              "serve.ssh_options in config.yaml lists more")
