@@ -17,6 +17,7 @@ from websockets.exceptions import InvalidStatus
 
 from fakes.model_server import Reply
 from fakes.sshd import SSHServer, have_sshd
+from fakes.terminal import TmuxTerminal, have_tmux
 from hermes.errors import HermesError, UsageError
 from hermes.store.sessions import SessionStore
 from hermes.surfaces.appserver.remote import by_url, over_ssh
@@ -138,3 +139,27 @@ def test_hermes_serve_ssh_holds_a_tunnel_and_keeps_the_token_in_a_0600_file(
             if pipe is not None:
                 pipe.close()
     assert code == 0
+
+
+@pytest.mark.skipif(not have_tmux(), reason="needs tmux")
+def test_hermes_tui_over_ssh_talks_to_the_remote_server(sshd: SSHServer, model_server: Any, tmp_path: Path,
+                                                        hermes_home: Path) -> None:
+    pytest.importorskip("textual")
+    remote_home = tmp_path / "remote_home"
+    remote_home.mkdir()
+    model = model_server([Reply(content="the remote TUI answer")])
+    (remote_home / "config.yaml").write_text(f"model:\n  base_url: {model.url}\n  name: m\n  max_retries: 0\n")
+    env = {"HERMES_HOME": str(hermes_home), "HOME": str(hermes_home), "LANG": "C.UTF-8", "PYTHONPATH": SRC,
+           "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    argv = [sys.executable, "-m", "hermes", "tui", "--ssh", f"{sshd.user}@127.0.0.1",
+            "--remote-command", remote_hermes(remote_home), *(f"--ssh-option={o}" for o in ssh_options(sshd))]
+    with TmuxTerminal(argv, env=env, width=160, height=40) as term:
+        term.wait_for("over SSH", timeout=90)
+        term.wait_for("new session — say something", timeout=60)
+        term.line("hello there")
+        term.wait_for("the remote TUI answer")
+        term.press("C-q")
+        assert term.exit_status() == 0
+    with SessionStore(remote_home / "state.db") as store:
+        assert [s.surface for s in store.list_sessions()] == ["tui"]
+    assert not (hermes_home / "state.db").exists()  # nothing ran locally
