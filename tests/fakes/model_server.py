@@ -179,6 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         path = self.path.split("?", 1)[0].rstrip("/")
         if path == "/v1/models":
+            owner.listings += 1
             self._send_json(200, {"object": "list", "data": [owner._model_object(m) for m in owner.models]})
         elif path == f"/v1/models/{owner.model}":
             self._send_json(200, owner._model_object())
@@ -246,6 +247,8 @@ class ScriptedModelServer:
         self.model = model
         #: the ids ``GET /v1/models`` lists (default: just ``model``)
         self.models = list(models) if models is not None else [model]
+        #: how many times ``GET /v1/models`` was asked
+        self.listings = 0
         self._script: Callable[[dict[str, Any]], Reply] | None = script if callable(script) else None
         self._queue: list[Reply] = [] if callable(script) else list(script)
         #: JSON bodies received on /v1/chat/completions, in arrival order

@@ -112,17 +112,20 @@ def new_agent(
     store: SessionStore | None = None,
     title: str | None = None,
     reg: ToolRegistry = registry,
+    disabled: tuple[str, ...] = (),
 ) -> Agent:
-    """A fresh session; ``requested`` toolsets override the configured ones (batch runs use this)."""
+    """A fresh session; ``requested`` toolsets override the configured ones (batch runs use this) and
+    ``disabled`` ones are turned off on top of ``agent.disabled_toolsets`` (the app server's per-session choice)."""
     load_tools(settings, reg)
     model = settings.model()
     provider = provider or make_provider(settings, model)
     agent_settings = settings.agent()
-    if requested is None:
+    if requested is None and not disabled:
         resolved = resolve_for(settings, surface, reg)
     else:
         resolved = resolve_toolsets(
-            surface, requested, disabled=agent_settings.disabled_toolsets, registered=reg.toolsets()
+            surface, settings.requested_toolsets() if requested is None else requested,
+            disabled=(*agent_settings.disabled_toolsets, *disabled), registered=reg.toolsets()
         )
     tools = tuple(t for t in resolved.tools if t in reg and reg.is_available(t) and _switched_on(settings, t, reg))
     system = build_system_prompt(surface, tools, custom=agent_settings.system_prompt,

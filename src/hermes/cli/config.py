@@ -95,11 +95,10 @@ def mask_secrets(text: str, env: dict[str, str]) -> str:
 
 
 def is_secret_key(key: str) -> bool:
-    """Whether a config key's name says it holds a secret (``*_env`` keys name a variable instead)."""
-    from hermes.redact import is_secret_name
+    """Whether a config key's name says it holds a secret (see :func:`hermes.config.edit.is_secret_key`)."""
+    from hermes.config.edit import is_secret_key as secret
 
-    last = key.rsplit(".", 1)[-1]
-    return is_secret_name(last) and not last.lower().endswith(("_env", "_env_var", "_file", "_path"))
+    return secret(key)
 
 
 def format_value(value: Any) -> str:
@@ -123,14 +122,9 @@ def format_value(value: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """Plain dicts, lists and scalars (no ruamel comment or style attributes)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, bool | int | float | str) or value is None:
-        return value
-    return str(value)
+    from hermes.config.edit import plain
+
+    return plain(value)
 
 
 def _get(paths: HermesPaths, args: argparse.Namespace) -> int:
@@ -156,38 +150,14 @@ def _path(paths: HermesPaths, args: argparse.Namespace) -> int:
 
 
 # -- writing config.yaml ------------------------------------------------------------------------
-def _suggest_env_name(settings: Settings, key: str) -> str:
-    if key == "model.api_key":
-        from hermes.config.settings import PROVIDERS
-
-        preset = PROVIDERS.get(str(settings.config.get("model.provider") or ""))
-        explicit = settings.config.get("model.api_key_env")
-        return str(explicit or (preset.key_env if preset else None) or "OPENAI_API_KEY")
-    return key.rsplit(".", 1)[-1].upper().replace("-", "_")
-
-
 def _set(paths: HermesPaths, args: argparse.Namespace) -> int:
+    from hermes.config.edit import assign
     from hermes.config.yamlfile import parse_scalar
-    from hermes.errors import ConfigError
-    from hermes.redact import redact
 
     settings = _settings(paths)
     key: str = args.key
     value = parse_scalar(args.value)
-    looks_secret = isinstance(value, str) and bool(value) and (is_secret_key(key) or redact(value) != value)
-    if looks_secret:
-        name = _suggest_env_name(settings, key)
-        raise ConfigError(
-            f"{key} looks like a secret, and config.yaml is not the place for secrets. Store it in "
-            f"{settings.paths.env} instead: hermes config set-env {name} VALUE"
-            + (" (model.api_key_env names the variable to read)" if key == "model.api_key" else "")
-        )
-    from hermes.config.schema import SCHEMA
-
-    SCHEMA.check_assignment(key, _plain(value))
-    settings.config.set(key, value)
-    _validate(settings)
-    settings.config.save()
+    assign(settings, key, value)
     kind = _KINDS.get(type(value).__name__, "")
     print(f"Set {key} = {args.value.strip()}{f' ({kind})' if kind else ''} in {settings.paths.config}")
     return 0
@@ -197,18 +167,6 @@ _KINDS = {
     "bool": "boolean", "int": "integer", "float": "number", "list": "list", "dict": "mapping",
     "CommentedSeq": "list", "CommentedMap": "mapping", "NoneType": "null",
 }
-
-
-def _validate(settings: Settings) -> None:
-    """Refuse to save a change the typed views would reject as a whole (e.g. a provider without a URL)."""
-    import contextlib
-
-    from hermes.errors import ModelNotConfigured
-
-    with contextlib.suppress(ModelNotConfigured):
-        settings.model()
-    settings.agent()
-    settings.requested_toolsets()
 
 
 def _unset(paths: HermesPaths, args: argparse.Namespace) -> int:

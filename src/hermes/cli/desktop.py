@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
 
     from hermes.cli.serve import _exit_cleanly, open_server
 
-    server, _gate, _home = open_server("127.0.0.1", args.port)
+    server, _gate, _home, _token = open_server("127.0.0.1", args.port)
     url = f"http://127.0.0.1:{server.port}/"
     print(f"hermes desktop on {url}", flush=True)
     signal.signal(signal.SIGTERM, _exit_cleanly)

@@ -29,6 +29,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("gateway", "gateway", "the messaging gateway: Telegram, Discord, Slack, Teams, IRC, an OpenAI-compatible API"),
     ("serve", "serve", "the app server: the desktop app's JSON-RPC API over a WebSocket (loopback by default)"),
     ("desktop", "desktop", "the desktop app: the app server's web front end in a window or the browser"),
+    ("tui", "tui", "the full-screen terminal UI (Textual), a client of the app server"),
     ("portal", "portal", "Nous Portal login and the Tool Gateway routing of each tool"),
     ("auth", "auth", "provider credentials kept in auth.json: an OpenRouter key, a SuperGrok (xAI) login"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),

@@ -19,10 +19,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1); anything beyond "
                                        "loopback requires the bearer token")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8765; 0: any free port)")
+    parser.add_argument("--token-stdin", action="store_true",
+                        help="read the bearer token from the first line of standard input, require it from every "
+                             "client (loopback too) and stop when standard input closes (how 'hermes desktop "
+                             "--ssh' and 'hermes tui --ssh' start the server on a remote machine)")
+    from hermes.surfaces.appserver.remote_cli import add_remote_options
+
+    add_remote_options(parser, verb="hold a local tunnel to", by_url=False)
 
 
-def open_server(host_arg: str | None, port_arg: int | None) -> tuple[AppServer, Gate, Path]:
-    """The app server of this HERMES_HOME bound on its socket (not serving yet), its gate and the home."""
+def open_server(host_arg: str | None, port_arg: int | None, *,
+                token_stdin: bool = False) -> tuple[AppServer, Gate, Path, str | None]:
+    """The app server of this HERMES_HOME bound on its socket (not serving yet), its gate, the home and the
+    token read from standard input (``token_stdin``; None otherwise)."""
     import logging
 
     from hermes.cli.common import export_dotenv
@@ -37,16 +46,25 @@ def open_server(host_arg: str | None, port_arg: int | None) -> tuple[AppServer, 
     host = host_arg or str(settings.get("serve.host", "127.0.0.1"))
     port = port_arg if port_arg is not None else int(settings.get("serve.port", 8765))
     home = settings.paths.ensure()
-    if not is_loopback(host):
+    stdin_token = None
+    if token_stdin:
+        import sys
+
+        stdin_token = sys.stdin.readline().strip()
+        if not stdin_token:
+            from hermes.errors import UsageError
+
+            raise UsageError("--token-stdin: the first line of standard input must be the token")
+    elif not is_loopback(host):
         ensure_token(home)
-    gate = Gate(host, read_token(home))
+    gate = Gate(host, stdin_token or read_token(home), require=stdin_token is not None)
     api = AppApi(settings, max_concurrent_turns=int(settings.get("serve.max_concurrent_turns", 16)))
     try:
         server = AppServer(api, gate, host, port)
     except BaseException:
         api.close()
         raise
-    return server, gate, home
+    return server, gate, home, stdin_token
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,12 +73,23 @@ def run(args: argparse.Namespace) -> int:
     from hermes.surfaces.appserver.auth import token_path
     from hermes.surfaces.appserver.server import RPC_PATH
 
-    server, gate, home = open_server(args.host, args.port)
+    if getattr(args, "ssh", None) or getattr(args, "url", None):
+        from hermes.cli.common import export_dotenv
+        from hermes.config.settings import Settings
+        from hermes.surfaces.appserver.remote_cli import hold_remote
+
+        settings = Settings.load()
+        export_dotenv(settings)
+        return hold_remote(settings, args)
+    server, gate, home, stdin_token = open_server(args.host, args.port, token_stdin=args.token_stdin)
     host = server.host
     shown = f"[{host}]" if ":" in host else host
     print(f"hermes app server on ws://{shown}:{server.port}{RPC_PATH}", flush=True)
     print(f"the desktop app's page: http://{shown}:{server.port}/", flush=True)
-    if gate.token_required:
+    if stdin_token is not None:
+        print("clients must send the bearer token given on standard input; stops when it closes", flush=True)
+        _stop_when_stdin_closes(server)
+    elif gate.token_required:
         print(f"clients must send the bearer token stored in {token_path(home)}", flush=True)
     else:
         print("loopback only: no token needed (Ctrl-C stops)", flush=True)
@@ -72,3 +101,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
+
+
+def _stop_when_stdin_closes(server: AppServer) -> None:
+    import sys
+    import threading
+
+    def watch() -> None:
+        while sys.stdin.readline():
+            pass
+        server.server.should_exit = True
+
+    threading.Thread(target=watch, name="hermes-serve-stdin", daemon=True).start()

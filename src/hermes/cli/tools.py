@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from hermes.tools.toolsets import ResolvedToolsets, Surface
 
 SURFACE_NAMES = ("cli", "tui", "oneshot", "cron", "kanban", "messaging", "desktop")
-NEXT_SESSION = "Changes apply from the next session; a running session keeps the toolsets it started with."
 
 
 def _configure_list(p: argparse.ArgumentParser) -> None:
@@ -117,7 +116,7 @@ def _list(args: argparse.Namespace) -> int:
     print(f"Session toolsets: {', '.join(resolved.toolsets) or '(none)'}")
     for line in session_summary(surface.value, resolved.tools, reg):
         print(line)
-    print(NEXT_SESSION)
+    _say_next_session()
     print()
 
     names = [n for n in TOOLSETS if args.show_all or not n.startswith("hermes-")]
@@ -193,130 +192,49 @@ def _state(
     name: str, resolved: ResolvedToolsets, disabled: tuple[str, ...], registered: dict[str, list[str]]
 ) -> tuple[str, str]:
     """``(state, note)``: on, partly, off, disabled or dropped, and why."""
-    from hermes.tools.toolsets import TOOLSETS
+    from hermes.tools.toolset_choice import state
 
-    dropped = dict(resolved.dropped)
-    ts = TOOLSETS.get(name)
-    if name in disabled:
-        return "disabled", f"in agent.disabled_toolsets; 'hermes tools enable {name}' turns it back on"
-    if name in dropped:
-        return "dropped", dropped[name]
-    if name in resolved.toolsets:
-        return "on", ""
-    members = set(ts.tools if ts else ()) | set(registered.get(name, []))
-    if ts is not None and resolved.surface not in ts.surfaces:
-        return "off", f"never given to {resolved.surface.value} sessions"
-    covered = members & set(resolved.tools)
-    if members and covered == members:
-        return "on", "its tools come with the session's bundle"
-    if covered:
-        return "partly", f"{len(covered)} of {len(members)} tools come with the session's bundle"
-    if ts is not None and ts.opt_in:
-        return "off", f"opt-in: 'hermes tools enable {name}'"
-    return "off", f"'hermes tools enable {name}' adds it"
+    return state(name, resolved, disabled, registered)
+
+
+def _say_next_session() -> None:
+    from hermes.tools.toolset_choice import NEXT_SESSION
+
+    print(NEXT_SESSION)
 
 
 # -- enable / disable ---------------------------------------------------------------------------
 def _known(settings: Settings, names: list[str]) -> dict[str, list[str]]:
     """Registered toolsets (loading plugins only when a name is not in the table); unknown → error."""
-    from hermes.errors import ConfigError
+    from hermes.tools.toolset_choice import check_known
     from hermes.tools.toolsets import TOOLSETS
 
     registered: dict[str, list[str]] = {}
     if any(n not in TOOLSETS for n in names):
         registered = load_registry(settings).toolsets()
-    unknown = [n for n in names if n not in TOOLSETS and n not in registered]
-    if unknown:
-        known = sorted(set(TOOLSETS) | set(registered))
-        hint = " ('all' is set with: hermes config set toolsets '[all]')" if "all" in unknown else ""
-        raise ConfigError(
-            f"unknown toolset(s): {', '.join(unknown)}. Known toolsets: {', '.join(known)}{hint}"
-        )
+    check_known(names, registered)
     return registered
 
 
 def _disable(args: argparse.Namespace) -> int:
     from hermes.config.settings import Settings
+    from hermes.tools.toolset_choice import disable
 
     settings = Settings.load()
-    names: list[str] = list(dict.fromkeys(args.names))
-    _known(settings, names)
-    cfg = settings.config
-    current = cfg.get("agent.disabled_toolsets")
-    if current is not None and not isinstance(current, list):
-        from hermes.errors import ConfigError
-
-        raise ConfigError("agent.disabled_toolsets must be a list of toolset names")
-    added = [n for n in names if current is None or n not in current]
-    if added:
-        if current is None:
-            cfg.set("agent.disabled_toolsets", added)
-        else:
-            current.extend(added)
-        cfg.save()
-    for name in names:
-        if name in added:
-            print(f"Disabled {name} (added to agent.disabled_toolsets in {settings.paths.config}).")
-        else:
-            print(f"{name} was already disabled.")
-    print(NEXT_SESSION)
+    for line in disable(settings, list(args.names), _known(settings, list(args.names))):
+        print(line)
+    _say_next_session()
     return 0
 
 
 def _enable(args: argparse.Namespace) -> int:
     from hermes.config.settings import Settings
-    from hermes.errors import ConfigError
-    from hermes.tools.toolsets import SURFACE_BUNDLES, TOOLSETS, resolve_toolsets
+    from hermes.tools.toolset_choice import enable
 
     settings = Settings.load()
-    names: list[str] = list(dict.fromkeys(args.names))
-    registered = _known(settings, names)
-    surface = _surface(args.surface)
-    cfg = settings.config
-    changed = emptied = False
-    disabled = cfg.get("agent.disabled_toolsets")
-    if isinstance(disabled, list):
-        for name in names:
-            while name in disabled:
-                disabled.remove(name)
-                changed = True
-                print(f"Removed {name} from agent.disabled_toolsets.")
-        emptied = changed and not disabled
-    requested = settings.requested_toolsets()
-    still_disabled = [str(x) for x in disabled] if isinstance(disabled, list) else []
-    for name in names:
-        ts = TOOLSETS.get(name)
-        if ts is not None and surface not in ts.surfaces:
-            where = ", ".join(sorted(s.value for s in ts.surfaces)) or "no interactive surface"
-            print(f"{name} is only given to sessions on: {where}; it is not added to toolsets:.")
-            continue
-        res = resolve_toolsets(surface, requested, disabled=still_disabled, registered=registered)
-        members = set(ts.tools) if ts else set(registered.get(name, []))
-        on = name in res.toolsets or (bool(members) and members <= set(res.tools))
-        if on:
-            print(f"{name} is enabled for {surface.value} sessions.")
-            continue
-        toolsets = cfg.get("toolsets")
-        if isinstance(toolsets, str):
-            toolsets = [t.strip() for t in toolsets.split(",") if t.strip()]
-            cfg.set("toolsets", toolsets)
-        if toolsets is None:
-            cfg.set("toolsets", [SURFACE_BUNDLES[surface], name])
-        elif isinstance(toolsets, list):
-            toolsets.append(name)
-        else:
-            raise ConfigError("toolsets must be a list of toolset names")
-        requested = [str(t) for t in cfg.get("toolsets")]
-        changed = True
-        print(f"Enabled {name} (added to toolsets: in {settings.paths.config}).")
-    if changed:
-        cfg.save()
-    if emptied:
-        from hermes.cli.config import delete_key
-        from hermes.config.yamlfile import ConfigFile
-
-        delete_key(ConfigFile.load(settings.paths.config), "agent.disabled_toolsets")  # keeps comments
-    print(NEXT_SESSION)
+    for line in enable(settings, list(args.names), _surface(args.surface), _known(settings, list(args.names))):
+        print(line)
+    _say_next_session()
     return 0
 
 

@@ -404,6 +404,8 @@ SCHEMA = Schema(
             ("host", "text", {"default": "127.0.0.1"}),
             ("port", "integer", {"default": 8765, "minimum": 0, "maximum": 65535}),
             ("max_concurrent_turns", "integer", {"default": 16, "minimum": 1, "maximum": 1024}),
+            # a remote backend over SSH (--ssh HOST): more ssh arguments, how hermes is run there
+            ("ssh_options", "list"), ("remote_command", "text", {"default": "hermes"}),
         ),
         # the desktop app's appearance (docs/desktop.md): tips and tours off also drop show_tip / gui_tour
         _section(

@@ -38,10 +38,12 @@ from prompt_toolkit.layout.controls import BufferControl, FormattedTextControl
 from prompt_toolkit.output import Output
 from prompt_toolkit.styles import Style
 
+from hermes.surfaces.clarify_card import HINT, ClarifyCard
 from hermes.tools.clarify.core import Answer, ClarifySession
 
+__all__ = ["HINT", "ClarifyPrompt", "line_approval", "line_clarify", "run_approval_prompt", "run_clarify_prompt"]
+
 APPROVAL_CHOICES = {"o": "once", "s": "session", "a": "always", "d": "deny"}
-HINT = "↑↓ choose · Enter confirm (empty: skip) · Tab next question · Esc cancel all"
 STYLE = Style.from_dict({
     "answered": "ansigreen", "current": "bold", "dim": "ansibrightblack", "hl": "reverse", "warn": "ansiyellow",
 })
@@ -50,18 +52,14 @@ ESC_WAIT = 0.05
 
 
 class ClarifyPrompt:
-    """The state of the terminal UI around a :class:`ClarifySession` (choice cursor, ticks, drafts)."""
+    """The prompt_toolkit application around a :class:`~hermes.surfaces.clarify_card.ClarifyCard`."""
 
     def __init__(self, state: ClarifySession, *, timeout: float | None = None,
                  input: Input | None = None, output: Output | None = None) -> None:
         self.state = state
+        self.card = ClarifyCard(state)
+        self.cursor = self.card.cursor
         self.timeout = timeout
-        #: highlighted choice per question (-1: none)
-        self.cursor: dict[int, int] = {}
-        #: ticked choices of multi-select questions
-        self.ticked: dict[int, set[int]] = {}
-        #: text typed but not confirmed, per question
-        self.drafts: dict[int, str] = {}
         self.buffer = Buffer(multiline=False)
         self.app: Application[None] = Application(
             layout=Layout(HSplit([
@@ -78,84 +76,32 @@ class ClarifyPrompt:
             output=output,
         )
         self.app.ttimeoutlen = ESC_WAIT
-        self._load(state.current)
+        self._show(self.card.load(state.current))
 
-    # -- rendering ----------------------------------------------------------------------------------
     def _render(self) -> StyleAndTextTuples:
-        st = self.state
-        lines: StyleAndTextTuples = []
-        head = f"❓ {len(st.questions)} question{'s' if len(st.questions) > 1 else ''} from Hermes"
-        lines.append(("bold", head))
-        lines.append(("class:dim", f"\n  {HINT}\n" if not st.done else f"  ({st.outcome})\n"))
-        for i, q in enumerate(st.questions):
-            current = i == st.current and not st.done
-            status = st.statuses[i]
-            mark = "▸" if current else "✓" if status == "answered" else "·"
-            style = "class:current" if current else "class:answered" if status == "answered" else ""
-            lines.append((style, f" {mark} {i + 1}. {q.text}"))
-            if status == "answered" and not current:
-                lines.append(("class:dim", f"  → {_show(st.answers[i])}"))
-            elif status == "skipped":
-                lines.append(("class:dim", "  (skipped)"))
-            lines.append(("", "\n"))
-            if current:
-                lines.extend(self._choice_lines(i))
-        if lines and lines[-1][1].endswith("\n"):
-            lines[-1] = (lines[-1][0], lines[-1][1][:-1])
-        return lines
+        return [(f"class:{style}" if style not in ("", "bold") else style, text) for style, text in self.card.lines()]
 
-    def _choice_lines(self, i: int) -> StyleAndTextTuples:
-        q = self.state.questions[i]
-        out: StyleAndTextTuples = []
-        cur = self.cursor.get(i, -1)
-        for n, choice in enumerate(q.choices):
-            box = ("[x] " if n in self.ticked.get(i, set()) else "[ ] ") if q.multi_select else ""
-            pointer = "❯ " if n == cur else "  "
-            out.append(("class:hl" if n == cur else "", f"     {pointer}{box}{n + 1}) {choice}"))
-            out.append(("", "\n"))
-        if q.choices:
-            extra = "Space ticks, " if q.multi_select else ""
-            out.append(("class:dim", f"     ({extra}or type your own answer)\n"))
-        return out
+    def _show(self, text: str) -> None:
+        self.buffer.set_document(Document(text), bypass_readonly=True)
 
     # -- keys ---------------------------------------------------------------------------------------
     def _bindings(self) -> KeyBindings:
         kb = KeyBindings()
-        has_choices = Condition(lambda: bool(self.state.questions[self.state.current].choices))
-        can_tick = Condition(lambda: self.state.questions[self.state.current].multi_select
-                             and self.cursor.get(self.state.current, -1) >= 0 and not self.buffer.text)
+        card = self.card
+        has_choices = Condition(lambda: card.has_choices)
+        can_tick = Condition(lambda: card.can_tick(self.buffer.text))
 
-        @kb.add("up", filter=has_choices)
-        def _up(event: KeyPressEvent) -> None:
-            i = self.state.current
-            self.cursor[i] = max(-1, self.cursor.get(i, -1) - 1)
-
-        @kb.add("down", filter=has_choices)
-        def _down(event: KeyPressEvent) -> None:
-            i = self.state.current
-            self.cursor[i] = min(len(self.state.questions[i].choices) - 1, self.cursor.get(i, -1) + 1)
-
-        @kb.add("space", filter=can_tick)
-        def _tick(event: KeyPressEvent) -> None:
-            i = self.state.current
-            self.ticked.setdefault(i, set()).symmetric_difference_update({self.cursor[i]})
-
-        @kb.add("enter")
-        def _enter(event: KeyPressEvent) -> None:
-            self.confirm()
-
-        @kb.add("tab")
-        def _next(event: KeyPressEvent) -> None:
-            self.go(1)
-
-        @kb.add("s-tab")
-        def _prev(event: KeyPressEvent) -> None:
-            self.go(-1)
+        kb.add("up", filter=has_choices)(lambda event: card.up())
+        kb.add("down", filter=has_choices)(lambda event: card.down())
+        kb.add("space", filter=can_tick)(lambda event: card.tick())
+        kb.add("enter")(lambda event: self.confirm())
+        kb.add("tab")(lambda event: self.go(1))
+        kb.add("s-tab")(lambda event: self.go(-1))
 
         @kb.add("escape", eager=True)
         @kb.add("c-c")
         def _cancel(event: KeyPressEvent) -> None:
-            self.state.cancel()
+            card.cancel()
             self._exit()
 
         return kb
@@ -163,54 +109,17 @@ class ClarifyPrompt:
     # -- actions ------------------------------------------------------------------------------------
     def current_answer(self) -> Answer | None:
         """What Enter would confirm for the current question (None: skip)."""
-        i = self.state.current
-        q = self.state.questions[i]
-        typed = q.interpret(self.buffer.text)
-        cur = self.cursor.get(i, -1)
-        if not q.multi_select:
-            if typed is not None:
-                return typed
-            return q.choices[cur] if 0 <= cur < len(q.choices) else None
-        picked = [q.choices[n] for n in sorted(self.ticked.get(i, set()))]
-        for extra in typed if isinstance(typed, list) else []:
-            if extra not in picked:
-                picked.append(extra)
-        if not picked and 0 <= cur < len(q.choices):
-            picked = [q.choices[cur]]
-        return picked or None
+        return self.card.current_answer(self.buffer.text)
 
     def confirm(self) -> None:
         """Enter: confirm (or skip) the current question and go on; exit when all are done."""
-        i = self.state.current
-        value = self.current_answer()
-        self.drafts.pop(i, None)
-        if value is None:
-            self.state.skip(i)
-        else:
-            self.state.answer(i, value)
+        self._show(self.card.confirm(self.buffer.text))
         if self.state.done:
             self._exit()
-        else:
-            self._load(self.state.current)
 
     def go(self, step: int) -> None:
         """Tab / Shift-Tab: keep the draft and move to another question."""
-        self.drafts[self.state.current] = self.buffer.text
-        self._load(self.state.move(step))
-
-    def _load(self, i: int) -> None:
-        """Show question ``i``: its draft, or its confirmed answer so Enter keeps it."""
-        q = self.state.questions[i]
-        text = self.drafts.get(i)
-        if text is None and self.state.statuses[i] == "answered":
-            ans = self.state.answers[i]
-            chosen = ans if isinstance(ans, list) else [ans] if ans else []
-            self.ticked[i] = {q.choices.index(a) for a in chosen if a in q.choices} if q.multi_select else set()
-            own = [a for a in chosen if a not in q.choices]
-            if not q.multi_select and chosen and chosen[0] in q.choices:
-                self.cursor[i] = q.choices.index(chosen[0])
-            text = ", ".join(own)
-        self.buffer.set_document(Document(text or ""), bypass_readonly=True)
+        self._show(self.card.go(step, self.buffer.text))
 
     # -- running ------------------------------------------------------------------------------------
     def _start_timer(self) -> None:
@@ -237,10 +146,6 @@ class ClarifyPrompt:
         if not self.state.done:
             self.state.time_out()
         return self.state
-
-
-def _show(answer: Answer | None) -> str:
-    return ", ".join(answer) if isinstance(answer, list) else answer or ""
 
 
 def run_clarify_prompt(state: ClarifySession, timeout: float | None = None, *,

@@ -331,7 +331,7 @@ def sensitive_for_reading(
 #: memories into prompts, cron jobs on schedule, its logs), and its database files
 HERMES_STATE_DIRS = ("plugins", "skills", "memories", "cron", "toolgateway", "logs", "kanban/logs",
                      "kanban/attachments")
-HERMES_STATE_FILES = ("state.db", "kanban.db")
+HERMES_STATE_FILES = ("state.db", "kanban.db", "projects.json")
 
 
 def git_exec_location(path: Path) -> Path | None:

@@ -137,6 +137,11 @@ class ToolSession:
     def settings(self) -> Settings | None:
         return self.context.settings
 
+    def use_settings(self, settings: Settings) -> None:
+        """From now on this session's tools read ``settings`` (``desktop_project`` lays a project's folders
+        over the configuration this way)."""
+        self.context = replace(self.context, settings=settings)
+
     @property
     def store(self) -> Any:
         return self.context.store

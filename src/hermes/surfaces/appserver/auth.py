@@ -69,8 +69,10 @@ def bearer_from(authorization: str | None, query_token: str | None) -> str | Non
 class Gate:
     """Decides whether a connection may use the API (see the module docstring)."""
 
-    def __init__(self, bind_host: str, token: str | None) -> None:
-        self.token_required = not is_loopback(bind_host)
+    def __init__(self, bind_host: str, token: str | None, *, require: bool = False) -> None:
+        #: ``require``: even loopback clients must present the token (a server started over SSH, whose
+        #: machine may have other users)
+        self.token_required = require or not is_loopback(bind_host)
         self.token = token
         if self.token_required and not token:
             from hermes.errors import ConfigError

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hermes.agent.events import Event, Request
-from hermes.errors import HermesError, SessionNotFound
+from hermes.errors import SessionNotFound
 from hermes.surfaces.host import LiveSession, RoundTripCancelled, SessionHost
-from hermes.tools.toolsets import TOOLSETS, Surface
+from hermes.tools.toolsets import Surface
 
 if TYPE_CHECKING:
     from hermes.agent.provider import ChatProvider
@@ -32,6 +32,8 @@ INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 APP_ERROR = -32000
 APPROVAL_TIMEOUT = 300.0
+#: the surfaces a client of the app server starts sessions on: the desktop app and the TUI
+CLIENT_SURFACES = (Surface.DESKTOP.value, Surface.TUI.value)
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
@@ -90,6 +92,8 @@ class Conversation:
         self.waiting: dict[str, Any] | None = None  # its ``request`` notification's params
         #: what a new stored session of this conversation gets (sessions.create)
         self.toolsets: list[str] | None = None
+        self.disabled: tuple[str, ...] = ()  # toolsets.disable with this session
+        self.surface = Surface.DESKTOP  # sessions.create's surface (desktop or tui)
         self.title: str | None = None
 
     def on_event(self, session: LiveSession, event: Event) -> None:
@@ -140,14 +144,18 @@ class AppApi:
             "sessions.list": self.sessions_list, "sessions.create": self.sessions_create,
             "sessions.resume": self.sessions_resume, "message.send": self.message_send,
             "turn.interrupt": self.turn_interrupt, "clarify.answer": self.clarify_answer,
-            "approval.answer": self.approval_answer, "models.list": self.models_list,
-            "toolsets.list": self.toolsets_list,
+            "approval.answer": self.approval_answer,
         }
         # the desktop app's page (desktop_ui tools, prefs, tips) and its terminals
         self.ui = UiBridge(self, clock=clock)
         self.terminals = Terminals(self)
         self.methods.update(self.ui.methods())
         self.methods.update(self.terminals.methods())
+        from hermes.surfaces.appserver.settings import SettingsMethods
+        from hermes.surfaces.appserver.toolsets import ToolsetMethods
+
+        self.methods.update(SettingsMethods(self).methods())
+        self.methods.update(ToolsetMethods(self).methods())
 
     # -- clients ------------------------------------------------------------------------------------------
 
@@ -185,7 +193,8 @@ class AppApi:
         self.terminals.close()
         self.host.close()
 
-    def _conversation(self, params: dict[str, Any]) -> Conversation:
+    def conversation(self, params: dict[str, Any]) -> Conversation:
+        """The conversation ``params['session']`` names (an RpcError when this server has none)."""
         key = _text(params, "session")
         with self._lock:
             conversation = self._conversations.get(str(key))
@@ -225,14 +234,19 @@ class AppApi:
         toolsets = params.get("toolsets")
         if toolsets is not None and not (isinstance(toolsets, list) and all(isinstance(t, str) for t in toolsets)):
             raise RpcError(INVALID_PARAMS, "'toolsets' must be a list of toolset names")
+        surface = params.get("surface", Surface.DESKTOP.value)
+        if surface not in CLIENT_SURFACES:
+            raise RpcError(INVALID_PARAMS, f"'surface' must be one of {', '.join(CLIENT_SURFACES)} (the app's "
+                                           "clients); other surfaces have their own commands")
         if toolsets is not None:
             from hermes.tools.toolsets import resolve_toolsets
 
-            resolve_toolsets(Surface.DESKTOP, toolsets)  # an unknown name is refused now, not at the first turn
+            resolve_toolsets(Surface(surface), toolsets)  # an unknown name is refused now, not at the first turn
         title = _text(params, "title", required=False)
         key = f"app:{uuid.uuid4().hex}"
         conversation = self._open(client, key)
         conversation.toolsets, conversation.title = toolsets, title
+        conversation.surface = Surface(surface)
         return {"session": key, "session_id": None}
 
     def sessions_resume(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:
@@ -253,22 +267,23 @@ class AppApi:
                 "waiting": conversation.waiting}
 
     def message_send(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:
-        conversation = self._conversation(params)
+        conversation = self.conversation(params)
         text = str(_text(params, "text"))
         if conversation.pending is not None:
             raise RpcError(APP_ERROR, f"the session waits for an answer to its {conversation.pending[1]} request "
                                       f"{conversation.pending[0]}; answer it with {conversation.pending[1]}.answer")
         self.follow(client, conversation.key)
         status = self.host.submit(conversation.key, text, conversation,
-                                  toolsets=conversation.toolsets, title=conversation.title)
+                                  toolsets=conversation.toolsets, title=conversation.title,
+                                  disabled=conversation.disabled, surface=conversation.surface)
         return {"status": status}
 
     def turn_interrupt(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:
-        conversation = self._conversation(params)
+        conversation = self.conversation(params)
         return {"interrupted": self.host.interrupt(conversation.key)}
 
     def _answer(self, params: dict[str, Any], kind: str, value: Any) -> dict[str, Any]:
-        conversation = self._conversation(params)
+        conversation = self.conversation(params)
         pending = conversation.pending
         if pending is None or pending[1] != kind:
             raise RpcError(APP_ERROR, f"no {kind} request waits in session {conversation.key}")
@@ -287,23 +302,3 @@ class AppApi:
         if choice not in APPROVAL_CHOICES:
             raise RpcError(INVALID_PARAMS, f"'choice' must be one of {', '.join(APPROVAL_CHOICES)}")
         return self._answer(params, "approval", choice)
-
-    def models_list(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:
-        from hermes.agent.model_choice import list_models
-
-        try:
-            current = self.settings.model(need_name=False)
-        except HermesError as exc:
-            return {"current": None, "models": [], "error": str(exc)}
-        out: dict[str, Any] = {"current": {"provider": current.provider, "model": current.model,
-                                           "base_url": current.base_url}, "models": []}
-        try:
-            out["models"] = list_models(current)
-        except HermesError as exc:  # the endpoint cannot list: say so, the current model still stands
-            out["error"] = str(exc)
-        return out
-
-    def toolsets_list(self, client: Client, params: dict[str, Any]) -> dict[str, Any]:
-        return {"toolsets": [{"name": t.name, "description": t.description, "tools": list(t.tools),
-                              "includes": list(t.includes), "opt_in": t.opt_in}
-                             for t in TOOLSETS.values() if Surface.DESKTOP in t.surfaces]}

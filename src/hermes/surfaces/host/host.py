@@ -51,6 +51,7 @@ class SessionHost:
         self.surface = surface
         self.busy_mode = busy_mode
         self._provider = provider
+        self._own_provider = provider is None
         self._sessions: dict[str, LiveSession] = {}
         self._lock = threading.RLock()
         self._pool = ThreadPoolExecutor(max_workers=max(1, max_concurrent_turns), thread_name_prefix="hermes-turn")
@@ -61,21 +62,23 @@ class SessionHost:
     # -- public API -----------------------------------------------------------------------------------
 
     def submit(self, key: str, text: str, listener: HostListener, *, toolsets: list[str] | None = None,
-               title: str | None = None) -> Submitted:
+               title: str | None = None, disabled: tuple[str, ...] = (), surface: Surface | None = None) -> Submitted:
         """Hand the host a message of conversation ``key``.
 
         While a round trip of that conversation waits for the person (clarify, approval), the message
         is its reply (``"reply"``). Otherwise it starts a turn (``"started"``), or, during a turn, waits
         for it (``"queued"``) or interrupts it (``"interrupting"``, with ``busy_mode="interrupt"``).
-        ``listener`` receives this conversation's events from now on; ``toolsets`` and ``title`` are
-        used when the conversation starts a new stored session.
+        ``listener`` receives this conversation's events from now on; ``toolsets``, ``disabled`` (toolsets
+        turned off), ``title`` and ``surface`` (None: the host's) are used when the conversation starts a new
+        stored session.
         """
         with self._lock:
             if self._closed:
                 raise HermesError("the session host is closed")
             live = self._sessions.get(key)
             if live is None:
-                live = self._sessions[key] = LiveSession(key, listener, toolsets=toolsets, title=title)
+                live = self._sessions[key] = LiveSession(key, listener, toolsets=toolsets, title=title,
+                                                         disabled=disabled, surface=surface)
         with live.lock:
             live.listener = listener
             live.last_active = time.monotonic()
@@ -210,6 +213,13 @@ class SessionHost:
                 self._provider = make_provider(self.settings, self.settings.model())
             return self._provider
 
+    def forget_provider(self) -> None:
+        """The model settings changed: build the shared model client anew for the next session (running
+        sessions keep theirs; a provider handed to the host is kept)."""
+        with self._lock:
+            if self._own_provider:
+                self._provider = None
+
     def _open(self, live: LiveSession) -> Agent:
         from hermes.agent.session import SessionRequest, new_agent, open_agent
 
@@ -217,12 +227,12 @@ class SessionHost:
         stored = self.conversations.session_for(live.key)
         if stored is not None:
             try:
-                return open_agent(self.settings, SessionRequest(self.surface, resume=stored), sink,
+                return open_agent(self.settings, SessionRequest(live.surface or self.surface, resume=stored), sink,
                                   provider=self.provider(), store=self.store)
             except SessionNotFound:
                 logger.info("conversation %s: its session %s is gone; starting a new one", live.key, stored)
-        agent = new_agent(self.settings, self.surface, sink, requested=live.toolsets, provider=self.provider(),
-                          store=self.store, title=live.title)
+        agent = new_agent(self.settings, live.surface or self.surface, sink, requested=live.toolsets,
+                          provider=self.provider(), store=self.store, title=live.title, disabled=live.disabled)
         if agent.session_id is not None:
             self.conversations.bind(live.key, agent.session_id)
         return agent

@@ -21,6 +21,7 @@ from hermes.agent.events import Event, Request
 
 if TYPE_CHECKING:
     from hermes.agent.loop import Agent
+    from hermes.tools.toolsets import Surface
 
 logger = logging.getLogger(__name__)
 
@@ -55,11 +56,15 @@ class LiveSession:
     """A conversation hosted in this process (see the module docstring). Thread-safe."""
 
     def __init__(self, key: str, listener: HostListener, *, toolsets: list[str] | None = None,
-                 title: str | None = None) -> None:
+                 title: str | None = None, disabled: tuple[str, ...] = (), surface: Surface | None = None) -> None:
         self.key = key
+        #: the surface a new session of this conversation is started on (None: the host's)
+        self.surface = surface
         self.listener = listener
         #: toolsets a new session of this conversation gets (None: the surface's configured ones)
         self.toolsets = toolsets
+        #: toolsets a new session of this conversation does not get (on top of agent.disabled_toolsets)
+        self.disabled = disabled
         self.title = title
         self.agent: Agent | None = None
         self.inbox: deque[str] = deque()
