@@ -9,13 +9,13 @@ person visits cannot drive their agent.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import secrets
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from hermes.net.local import is_loopback, origin_is_local
 
 TOKEN_FILE = "serve_token"
-_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+__all__ = ["Gate", "bearer_from", "ensure_token", "is_loopback", "origin_is_local", "read_token", "token_path"]
 
 
 def token_path(home: Path) -> Path:
@@ -39,24 +39,6 @@ def read_token(home: Path) -> str | None:
     except OSError:
         return None
     return value or None
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or a name) is this machine only."""
-    name = host.strip().strip("[]").lower()
-    if name in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def origin_is_local(origin: str | None) -> bool:
-    """No ``Origin`` header (not a browser) or a loopback one."""
-    if not origin or origin == "null":
-        return origin is None
-    return is_loopback(urlsplit(origin).hostname or "")
 
 
 def bearer_from(authorization: str | None, query_token: str | None) -> str | None:
