@@ -231,3 +231,20 @@ def test_a_voice_message_is_transcribed_into_the_turn(hermes_home: Path, model_s
             telegram.wait_for(lambda ps: [p for p in ps if p.text == "[voice message could not be transcribed]"])
         finally:
             gateway.stop()
+
+
+def test_a_strangers_voice_notes_are_never_downloaded(hermes_home: Path, model_server: Any,
+                                                      telegram: TelegramDriver) -> None:
+    server = model_server(scripted)
+    telegram.voice_dir = hermes_home / "cache" / "voice"
+    gateway = start(hermes_home, server.url, telegram)
+    try:
+        for _ in range(5):
+            telegram.say_voice("mallory", b"\x00" * 100_000)  # not allowed, never paired
+        telegram.say("alice", "after them", direct=True)  # handled after the stranger's notes
+        telegram.wait_for(lambda ps: [p for p in ps if p.text == "re: after them"])
+        assert telegram.downloads == []
+        assert not telegram.voice_dir.exists() or not list(telegram.voice_dir.iterdir())
+        assert all("voice" not in last_user(r) for r in server.requests)
+    finally:
+        gateway.stop()

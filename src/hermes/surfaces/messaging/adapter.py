@@ -56,6 +56,9 @@ class Inbound:
     button: bool = False
     #: a voice message: the downloaded audio file (the gateway transcribes it, then deletes it)
     voice: str = ""
+    #: a voice message not downloaded yet: the gateway awaits it only once the access gate lets the
+    #: message run (a stranger's audio never reaches the disk); it returns the audio file's path
+    fetch_voice: Callable[[], Awaitable[str]] | None = field(default=None, compare=False, repr=False)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
