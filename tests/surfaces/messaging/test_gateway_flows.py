@@ -248,3 +248,23 @@ def test_a_strangers_voice_notes_are_never_downloaded(hermes_home: Path, model_s
         assert all("voice" not in last_user(r) for r in server.requests)
     finally:
         gateway.stop()
+
+
+def test_an_answer_cannot_send_hermes_keys_as_attachments(hermes_home: Path, model_server: Any,
+                                                          telegram: TelegramDriver,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.surfaces.appserver.auth import ensure_token
+    from hermes.tools.browser.vault import Vault
+
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # the key goes to a file
+    Vault(hermes_home).add("https://bank.example", "alice", "S3cret-Bank-Pass!")
+    token = ensure_token(hermes_home)
+    server = model_server(scripted)
+    gateway = start(hermes_home, server.url, telegram)
+    try:
+        for path in (hermes_home / "browser" / "vault.bin", hermes_home / "browser" / "vault.key", token):
+            telegram.say("alice", f"file {path}", direct=True)  # the answer carries a MEDIA: line naming it
+            telegram.wait_for(lambda ps, name=path.name: [p for p in ps if p.text.startswith(f"[file {name} not sent")])
+        assert not [p for p in telegram.posts if p.kind == "file"]
+    finally:
+        gateway.stop()
