@@ -268,3 +268,43 @@ def test_an_answer_cannot_send_hermes_keys_as_attachments(hermes_home: Path, mod
         assert not [p for p in telegram.posts if p.kind == "file"]
     finally:
         gateway.stop()
+
+
+def test_a_stale_approval_button_answers_nothing(hermes_home: Path, model_server: Any, telegram: TelegramDriver,
+                                                 tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "build").mkdir(parents=True)
+
+    def script(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(content="result: " + body["messages"][-1]["content"][:200])
+        return call("terminal", {"command": "rm -rf build", "workdir": str(work)})
+
+    server = model_server(script)
+    gateway = start(hermes_home, server.url, telegram, extra_config=f"terminal:\n  cwd: {work}\n")
+    gateway.gateway.toolsets["telegram"] = ["terminal"]
+    stale_text = "[that button belongs to a question that is no longer open]"
+    try:
+        telegram.say("alice", "clean up", direct=True)
+        first = telegram.wait_for(lambda ps: [p for p in ps if p.kind == "buttons"])[0]
+        telegram.say("alice", "deny", direct=True)  # answered by text: the card's buttons stay on screen
+        telegram.wait_for(lambda ps: [p for p in ps if p.text.startswith("result:")])
+        turns = len(server.requests)
+        telegram.press("alice", first, "once")  # no question is open: it starts nothing
+        telegram.wait_for(lambda ps: [p for p in ps if p.text == stale_text])
+        assert len(server.requests) == turns
+
+        telegram.say("alice", "clean up now", direct=True)
+        second = telegram.wait_for(lambda ps: [p for p in ps if p.kind == "buttons"][1:])[0]
+        telegram.press("alice", first, "always")  # the old card, while the new one waits
+        telegram.wait_for(lambda ps: len([p for p in ps if p.text == stale_text]) == 2)
+        assert (work / "build").exists()
+        telegram.press("alice", second, "deny")
+        telegram.press("alice", second, "once")  # the same card twice: only the first press counts
+        telegram.wait_for(lambda ps: len([p for p in ps if p.text.startswith("result:")]) == 2)
+        telegram.wait_for(lambda ps: len([p for p in ps if p.text == stale_text]) == 3)
+        denied = json.loads([m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"])
+        assert "denied" in denied["error"]
+        assert (work / "build").exists()
+    finally:
+        gateway.stop()

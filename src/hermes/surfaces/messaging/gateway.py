@@ -243,6 +243,12 @@ class Gateway:
             await adapter.send_text(msg.chat, decision.reply, msg.thread)
         if decision.verdict != "run":
             return
+        if msg.button:  # a press answers only the card its conversation waits on, once
+            waiting = self._conversations.get(msg.key)
+            if waiting is None or not waiting.take_press(msg.card):
+                await adapter.send_text(msg.chat, "[that button belongs to a question that is no longer open]",
+                                        msg.thread)
+                return
         text = msg.text.strip()
         voice = msg.voice
         if not voice and msg.fetch_voice is not None:

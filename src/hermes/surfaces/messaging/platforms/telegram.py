@@ -169,7 +169,8 @@ class TelegramAdapter(PlatformAdapter):
         thread = str(message.get("message_thread_id") or "") if message.get("is_topic_message") else ""
         return Inbound(platform=self.name, chat=chat, user=str(sender["id"]),
                        user_name=str(sender.get("username") or ""), text=choices[index], thread=thread,
-                       direct=message["chat"].get("type") == "private", mentioned=True, button=True)
+                       direct=message["chat"].get("type") == "private", mentioned=True, button=True,
+                       card=str(message["message_id"]))
 
     @staticmethod
     def _where(chat: str, thread: str) -> dict[str, Any]:
