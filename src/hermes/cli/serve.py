@@ -13,6 +13,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1); anything beyond "
                                        "loopback requires the bearer token")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8765; 0: any free port)")
+    parser.add_argument("--require-token", action="store_true", default=None,
+                        help="require the bearer token on loopback too (default: serve.require_token); for a "
+                             "machine other people log in to")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,9 +34,10 @@ def run(args: argparse.Namespace) -> int:
     host = args.host or str(settings.get("serve.host", "127.0.0.1"))
     port = args.port if args.port is not None else int(settings.get("serve.port", 8765))
     home = settings.paths.ensure()
-    if not is_loopback(host):
+    require = bool(args.require_token or settings.get("serve.require_token", False))
+    if require or not is_loopback(host):
         ensure_token(home)
-    gate = Gate(host, read_token(home))
+    gate = Gate(host, read_token(home), require_token=require)
     api = AppApi(settings, max_concurrent_turns=int(settings.get("serve.max_concurrent_turns", 16)))
     try:
         server = AppServer(api, gate, host, port)

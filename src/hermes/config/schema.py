@@ -397,6 +397,7 @@ SCHEMA = Schema(
             ("host", "text", {"default": "127.0.0.1"}),
             ("port", "integer", {"default": 8765, "minimum": 0, "maximum": 65535}),
             ("max_concurrent_turns", "integer", {"default": 16, "minimum": 1, "maximum": 1024}),
+            ("require_token", "flag", {"default": False}),
         ),
         _section("plugins", open_tables=(ANY_TABLE,)),
     ),

@@ -51,13 +51,14 @@ def bearer_from(authorization: str | None, query_token: str | None) -> str | Non
 class Gate:
     """Decides whether a connection may use the API (see the module docstring)."""
 
-    def __init__(self, bind_host: str, token: str | None) -> None:
-        self.token_required = not is_loopback(bind_host)
+    def __init__(self, bind_host: str, token: str | None, *, require_token: bool = False) -> None:
+        # ``require_token``: also on loopback (a machine other people log in to: loopback is theirs too)
+        self.token_required = require_token or not is_loopback(bind_host)
         self.token = token
         if self.token_required and not token:
             from hermes.errors import ConfigError
 
-            raise ConfigError(f"binding {bind_host} (beyond loopback) needs a bearer token; none was set up")
+            raise ConfigError(f"binding {bind_host} needs a bearer token; none was set up")
 
     def allows(self, presented: str | None, origin: str | None) -> bool:
         if presented is not None:
