@@ -204,6 +204,7 @@ def test_image_generate_tool_through_the_gateway(home: Path, monkeypatch: pytest
     token = gw.token("alice")
     monkeypatch.setenv("TOOL_GATEWAY_USER_TOKEN", token)
     monkeypatch.setenv("FAL_QUEUE_GATEWAY_URL", gw.relay_url("fal-queue"))
+    monkeypatch.setenv("HERMES_ALLOW_PRIVATE_URLS", "1")  # the fake vendors publish results on 127.0.0.1
     (home / "config.yaml").write_text(f"image_gen:\n  provider: nous\n  model: {MODEL}\n", encoding="utf-8")
     registry.invalidate_checks()
     before = len(fake[0].requests)

@@ -51,6 +51,7 @@ def test_video_generate_through_the_gateway_relay(hermes_home: Path, monkeypatch
     monkeypatch.setenv("TOOL_GATEWAY_USER_TOKEN", token)
     monkeypatch.setenv("FAL_QUEUE_GATEWAY_URL", gw.relay_url("fal-queue"))
     monkeypatch.setenv("FAL_KEY", "a-key-the-saved-selection-ignores")
+    monkeypatch.setenv("HERMES_ALLOW_PRIVATE_URLS", "1")  # the fake vendors publish results on 127.0.0.1
     (hermes_home / "config.yaml").write_text("video_gen:\n  provider: nous\n  model: fal-ai/veo3.1\n"
                                              "  poll_seconds: 0.001\n", encoding="utf-8")
     registry.invalidate_checks()

@@ -281,6 +281,7 @@ def home(hermes_home: Path, monkeypatch: pytest.MonkeyPatch, gw: GatewayHarness)
                                                             krea_max_poll=0.01, fal_retry=fast, krea_retry=fast))
     monkeypatch.setenv("KREA_GATEWAY_URL", gw.relay_url("krea"))
     monkeypatch.setenv("FAL_QUEUE_GATEWAY_URL", gw.relay_url("fal-queue"))
+    monkeypatch.setenv("HERMES_ALLOW_PRIVATE_URLS", "1")  # the fake vendors publish results on 127.0.0.1
     return hermes_home
 
 

@@ -1,4 +1,5 @@
-"""The vendor clients on their own, through httpx's transport seam (``httpx.MockTransport``): retries,
+"""The vendor clients on their own, through httpx's transport seam (``httpx.MockTransport``; result
+downloads on real loopback servers): retries,
 ``Retry-After``, size caps, the credential guard, Krea's "refused before starting" and FAL's strict statuses.
 These are the behaviours the gateway server's relays rely on too.
 """
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import httpx
@@ -91,25 +92,75 @@ def test_credentials_only_go_where_the_guard_allows() -> None:
     assert not same_origin("https://v.example")("https://v.example.evil.com/a")
 
 
-def test_size_cap() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=b"x" * 2000)
+@pytest.fixture(scope="module")
+def results() -> Iterator[tuple[str, str, list[dict[str, str]]]]:
+    """Two real loopback servers: ``vendor`` (the configured endpoint, publishing results) and ``other``
+    (another local service a result URL must not reach); the headers of each request ``vendor`` got."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import RedirectResponse, Response
+    from starlette.routing import Route
 
-    with pytest.raises(VendorError, match="more than 1000 bytes"):
-        run(lambda http: download(http, "https://cdn.example/a.png", vendor="V", max_bytes=1000), handler)
+    from fakes.vendors.server import ServerThread
+
+    seen: list[dict[str, str]] = []
+
+    async def result(request: Request) -> Response:
+        seen.append(dict(request.headers))
+        name = request.path_params["name"]
+        if name == "big.png":
+            return Response(b"x" * 2000, media_type="image/png")
+        if name == "hop":  # a redirect to another address of the same server, then the image
+            return RedirectResponse(f"http://localhost:{request.url.port}/r/a.png", status_code=302)
+        if name.startswith("to-"):  # a redirect to whatever the query names
+            return RedirectResponse(request.query_params["url"], status_code=302)
+        return Response(b"img", media_type="image/png; x=y")
+
+    async def secret(request: Request) -> Response:
+        return Response(b"internal admin page", media_type="text/plain")
+
+    with ServerThread(Starlette(routes=[Route("/r/{name}", result)])) as vendor, \
+            ServerThread(Starlette(routes=[Route("/{path:path}", secret)])) as other:
+        yield vendor.url, other.url, seen
 
 
-def test_downloads_carry_no_credentials_and_follow_redirects() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        assert "authorization" not in request.headers
-        if request.url.path == "/a":
-            return httpx.Response(302, headers={"location": "https://cdn2.example/b"})
-        return httpx.Response(200, content=b"img", headers={"content-type": "image/png; x=y"})
+def fetch(url: str, **kw: Any) -> tuple[bytes, str]:
+    async def main() -> tuple[bytes, str]:
+        async with httpx.AsyncClient() as http:
+            return await download(http, url, vendor="V", max_bytes=1000, timeout=10, **kw)
 
-    assert run(lambda http: download(http, "https://cdn.example/a", vendor="V", max_bytes=100), handler) == \
-        (b"img", "image/png")
-    assert run(lambda http: download(http, "data:image/png;base64,aW1n", vendor="V", max_bytes=100), handler) == \
-        (b"img", "image/png")
+    return asyncio.run(main())
+
+
+def test_size_cap(results: tuple[str, str, list[dict[str, str]]]) -> None:
+    vendor, _, _ = results
+    with pytest.raises(VendorError, match="larger than the limit of 1000 bytes"):
+        fetch(f"{vendor}/r/big.png", trusted_origin=vendor)
+
+
+def test_downloads_carry_no_credentials_and_follow_redirects(results: tuple[str, str, list[dict[str, str]]]) -> None:
+    vendor, _, seen = results
+    assert fetch(f"{vendor}/r/hop", allow_private=True) == (b"img", "image/png")
+    assert all("authorization" not in headers for headers in seen)
+    assert fetch(f"{vendor}/r/a.png", trusted_origin=vendor + "/v1") == (b"img", "image/png")
+    assert fetch("data:image/png;base64,aW1n") == (b"img", "image/png")
+
+
+def test_result_urls_reach_no_local_or_metadata_address(results: tuple[str, str, list[dict[str, str]]]) -> None:
+    """A vendor's result URL is fetched like a web page: a URL (or a redirect) naming 127.0.0.1, a
+    private network or a cloud metadata address is refused; only the configured vendor endpoint itself
+    may be local."""
+    vendor, other, _ = results
+    refused = [f"{other}/admin", "http://169.254.169.254/latest/meta-data/", "http://10.0.0.1/x",
+               f"{vendor}/r/to-other?url={other}/admin", f"{vendor}/r/to-meta?url=http://169.254.169.254/"]
+    for url in refused:
+        with pytest.raises(VendorError) as error:
+            fetch(url, trusted_origin=vendor if url.startswith(vendor) else None)
+        assert error.value.kind == "refused_url", (url, error.value)
+    with pytest.raises(VendorError, match="not downloaded"):
+        fetch(f"{vendor}/r/a.png")  # the vendor's own address, but nobody said it is the vendor
+    with pytest.raises(VendorError):  # the operator's allow_private_urls never opens the metadata address
+        fetch("http://169.254.169.254/latest/meta-data/", allow_private=True)
 
 
 @pytest.mark.parametrize("body, detail", [

@@ -19,6 +19,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default: serve.host, 127.0.0.1); anything beyond "
                                        "loopback requires the bearer token")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8765; 0: any free port)")
+    parser.add_argument("--require-token", action="store_true", default=None,
+                        help="require the bearer token on loopback too (default: serve.require_token); for a "
+                             "machine other people log in to")
     parser.add_argument("--token-stdin", action="store_true",
                         help="read the bearer token from the first line of standard input, require it from every "
                              "client (loopback too) and stop when standard input closes (how 'hermes desktop "
@@ -28,8 +31,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_remote_options(parser, verb="hold a local tunnel to", by_url=False)
 
 
-def open_server(host_arg: str | None, port_arg: int | None, *,
-                token_stdin: bool = False) -> tuple[AppServer, Gate, Path, str | None]:
+def open_server(host_arg: str | None, port_arg: int | None, *, token_stdin: bool = False,
+                require_token: bool | None = None) -> tuple[AppServer, Gate, Path, str | None]:
     """The app server of this HERMES_HOME bound on its socket (not serving yet), its gate, the home and the
     token read from standard input (``token_stdin``; None otherwise)."""
     import logging
@@ -55,9 +58,10 @@ def open_server(host_arg: str | None, port_arg: int | None, *,
             from hermes.errors import UsageError
 
             raise UsageError("--token-stdin: the first line of standard input must be the token")
-    elif not is_loopback(host):
+    require = stdin_token is not None or bool(require_token or settings.get("serve.require_token", False))
+    if stdin_token is None and (require or not is_loopback(host)):
         ensure_token(home)
-    gate = Gate(host, stdin_token or read_token(home), require=stdin_token is not None)
+    gate = Gate(host, stdin_token or read_token(home), require_token=require)
     api = AppApi(settings, max_concurrent_turns=int(settings.get("serve.max_concurrent_turns", 16)))
     try:
         server = AppServer(api, gate, host, port)
@@ -81,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         settings = Settings.load()
         export_dotenv(settings)
         return hold_remote(settings, args)
-    server, gate, home, stdin_token = open_server(args.host, args.port, token_stdin=args.token_stdin)
+    server, gate, home, stdin_token = open_server(args.host, args.port, token_stdin=args.token_stdin,
+                                                  require_token=args.require_token)
     host = server.host
     shown = f"[{host}]" if ":" in host else host
     print(f"hermes app server on ws://{shown}:{server.port}{RPC_PATH}", flush=True)

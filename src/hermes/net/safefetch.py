@@ -9,7 +9,9 @@ Every hop (the first URL and each redirect, at most ``max_redirects``) is checke
    link-local, multicast, reserved, unspecified and cloud metadata addresses (``169.254.169.254``,
    ``fd00:ec2::254``, ``100.100.100.200``) are refused; IPv4-mapped and NAT64 IPv6 addresses are judged
    by the IPv4 address inside. ``allow_loopback`` (tests, a page server on the same host) and
-   ``allow_private`` (an intranet gateway) are operator choices; metadata and link-local stay refused;
+   ``allow_private`` (an intranet gateway) are operator choices; metadata and link-local stay refused.
+   ``trusted_origins`` names origins (``scheme://host:port``) the operator configured — a vendor's own
+   endpoint — whose addresses are allowed as if both were set; a redirect elsewhere is judged as usual;
 3. the connection goes to the **vetted IP itself** (the URL's host is sent as ``Host`` and as TLS SNI,
    and the certificate is checked against it), so a second DNS answer cannot swap in another address
    (DNS rebinding); the peer address of the connection is checked again after connecting;
@@ -28,7 +30,7 @@ import ipaddress
 import re
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import httpx
@@ -56,8 +58,10 @@ class FetchPolicy:
     max_bytes: int = 5 * 1024 * 1024
     max_redirects: int = 5
     user_agent: str = "hermes/1 (+page extraction)"
-    #: content types accepted (lower case, without parameters)
+    #: content types accepted (lower case, without parameters); empty: any (the caller checks the body)
     content_types: tuple[str, ...] = TEXT_TYPES
+    #: origins (``scheme://host:port``) whose addresses are allowed whatever they are (metadata excepted)
+    trusted_origins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,15 @@ def ip_allowed(ip: IPAddress, policy: FetchPolicy) -> bool:
     if ip.is_private or not ip.is_global:
         return policy.allow_private
     return True
+
+
+def origin_key(url: str) -> str | None:
+    """``scheme://host:port`` of an http(s) URL (the form of :attr:`FetchPolicy.trusted_origins`), or None."""
+    try:
+        scheme, host, port = _check_url(url)
+    except FetchError:
+        return None
+    return f"{scheme}://{host}:{port}"
 
 
 def _check_url(url: str) -> tuple[str, str, int]:
@@ -187,6 +200,8 @@ def _peer_ok(response: httpx.Response, ip: IPAddress) -> bool:
 async def _hop(client: httpx.AsyncClient, url: str, policy: FetchPolicy, deadline: float) -> FetchedPage | str:
     """One request: the page, or the absolute URL of a redirect to follow."""
     scheme, host, port = _check_url(url)
+    if f"{scheme}://{host}:{port}" in policy.trusted_origins:
+        policy = replace(policy, allow_loopback=True, allow_private=True)
     ip = await resolve_allowed(host, port, policy)
     headers = {"host": _host_header(host, scheme, port), "user-agent": policy.user_agent, "connection": "close",
                "accept": "text/html,application/xhtml+xml;q=0.9,text/plain;q=0.8,*/*;q=0.1"}
@@ -199,7 +214,7 @@ async def _hop(client: httpx.AsyncClient, url: str, policy: FetchPolicy, deadlin
         if _redirect_target(response.status_code, response.headers) is not None:
             return False
         ctype = _content_type(response.headers)
-        if ctype not in policy.content_types:
+        if policy.content_types and ctype not in policy.content_types:
             raise FetchError(415, "unsupported_content",
                              f"the URL serves {ctype}; accepted here: {', '.join(policy.content_types)}")
         return True

@@ -11,7 +11,9 @@
   of the password database) are never read; the credential stores of :data:`HOME_CREDENTIAL_DIRS` and
   :data:`HOME_CREDENTIAL_FILES` there are never written.
 * hermes's own ``.env`` and ``auth.json`` (never read nor written) and ``config.yaml`` (never written);
-  ``/etc/shadow`` and friends.
+  the keys, tokens, cookies and logs it keeps in HERMES_HOME (:data:`HERMES_SECRET_DIRS`,
+  :data:`HERMES_SECRET_FILES`: the browser vault and profiles, ``serve_token``, the tool gateway's
+  secrets, logs, voice notes waiting to be transcribed — never read); ``/etc/shadow`` and friends.
 
 **By identity**: a hard link gives a protected file a second name that the rules above do not know.
 So a regular file with more than one link is compared — ``(st_dev, st_ino)`` — with the protected files
@@ -167,10 +169,31 @@ def home_dot_location(path: Path) -> Path | None:
     return None
 
 
+#: HERMES_HOME folders holding keys, cookies or what programs printed: the browser's password vault
+#: (``vault.key``, ``vault.bin``) and profiles, the logs, voice notes waiting to be transcribed
+HERMES_SECRET_DIRS = ("browser", "logs", "cache/voice")
+#: HERMES_HOME files holding tokens: the app server's, the self-hosted tool gateway's
+HERMES_SECRET_FILES = ("serve_token", "toolgateway/secret", "toolgateway/admin_token")
+
+
+def hermes_secret_location(path: Path) -> Path | None:
+    """The folder or file of HERMES_HOME holding keys or tokens that ``path`` is or lies in, else None."""
+    home = _real(HermesPaths.current().home)
+    if not _inside(path, home) or path == home:
+        return None
+    rel = str(path)[len(str(home)) + 1:]
+    for folder in HERMES_SECRET_DIRS:
+        if _inside(rel, folder):
+            return home / folder
+    return path if rel in HERMES_SECRET_FILES else None
+
+
 def sensitive_by_name(path: Path) -> str | None:
     """Why ``path`` may not be read, judged by its (resolved) name alone; None when it may."""
     if path.name in (".env", "auth.json") and protected_hermes_file(path) is not None:
         return "it holds hermes's own secrets"
+    if hermes_secret_location(path) is not None:
+        return "it holds hermes's own keys, tokens or logs"
     if ssh_key_material(path):
         return "it is SSH key material"
     if path.name.endswith(_DB_ENDINGS) and hermes_database(path):
@@ -225,6 +248,10 @@ def _read_protected() -> Iterator[tuple[Path, str]]:
     paths = HermesPaths.current()
     yield paths.env, "hermes's own secrets"
     yield paths.auth, "hermes's own secrets"
+    for rel in HERMES_SECRET_FILES:
+        yield paths.home / rel, "hermes's own keys, tokens or logs"
+    for folder in HERMES_SECRET_DIRS:
+        yield from ((p, "hermes's own keys, tokens or logs") for p in _files_under(paths.home / folder))
     for name in SYSTEM_SECRET_FILES:
         yield Path(name), "system password hashes"
     with contextlib.suppress(OSError):
@@ -330,8 +357,8 @@ def sensitive_for_reading(
 #: HERMES_HOME folders whose contents hermes loads or runs later (plugins at start-up, skills and
 #: memories into prompts, cron jobs on schedule, its logs), and its database files
 HERMES_STATE_DIRS = ("plugins", "skills", "memories", "cron", "toolgateway", "logs", "kanban/logs",
-                     "kanban/attachments")
-HERMES_STATE_FILES = ("state.db", "kanban.db", "projects.json")
+                     "kanban/attachments", "browser")
+HERMES_STATE_FILES = ("state.db", "kanban.db", "projects.json", "serve_token")
 
 
 def git_exec_location(path: Path) -> Path | None:

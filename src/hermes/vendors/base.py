@@ -275,12 +275,16 @@ def decode_data_uri(uri: str, *, max_bytes: int) -> tuple[bytes, str]:
 
 async def download(
     http: httpx.AsyncClient, url: str, *, vendor: str, max_bytes: int, timeout: float = 60.0,
-    retry: RetryPolicy = NO_RETRY,
+    trusted_origin: str | None = None, allow_private: bool = False,
 ) -> tuple[bytes, str]:
     """(bytes, content type) of a result a vendor published at ``url`` — sent WITHOUT credentials.
 
-    ``data:`` URIs (some vendors inline small results) are decoded instead of fetched. Redirects are
-    followed by the client; only http(s) URLs are fetched.
+    ``data:`` URIs (some vendors inline small results) are decoded instead of fetched. Other URLs go
+    through the SSRF-safe fetcher (:func:`hermes.net.safefetch.safe_fetch`): http(s) only, every hop
+    (redirects included) to public addresses only — a result URL naming 127.0.0.1, a private network or
+    a cloud metadata address is refused. ``trusted_origin`` is the vendor endpoint the caller was
+    configured with (a vendor or gateway on this machine may serve its results from its own address);
+    ``allow_private`` is the operator's ``security.allow_private_urls``.
     """
     if url.startswith("data:"):
         try:
@@ -290,10 +294,21 @@ async def download(
                 from None
     if origin_of(url) is None:
         raise VendorError(vendor, f"{vendor} returned a result URL that is not http(s)", kind="bad_response")
-    response = await send(http, "GET", url, vendor=vendor, auth=None, allow=lambda _u: True, retry=retry,
-                          timeout=timeout, max_bytes=max_bytes, follow_redirects=True)
-    response.raise_for_status()
-    return response.body, response.content_type
+    from hermes.errors import FetchError
+    from hermes.net.safefetch import FetchPolicy, origin_key, safe_fetch
+
+    trusted = origin_key(trusted_origin) if trusted_origin else None
+    policy = FetchPolicy(allow_loopback=allow_private, allow_private=allow_private, timeout=timeout,
+                         max_bytes=max_bytes, user_agent="hermes-agent (results)", content_types=(),
+                         trusted_origins=(trusted,) if trusted else ())
+    try:
+        page = await safe_fetch(http, url, policy)
+    except FetchError as exc:  # a refused address, too large, too slow, failed
+        kind: ErrorKind = "refused_url" if exc.status == 403 else "bad_response"
+        raise VendorError(vendor, f"the result at {url[:200]} was not downloaded: {exc}", kind=kind) from None
+    if page.status >= 400:
+        raise VendorError(vendor, f"the result at {url[:200]} answered HTTP {page.status}", kind="bad_response")
+    return page.body, page.content_type
 
 
 class JsonApiClient:

@@ -46,6 +46,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.startswith(f"/file/bot{fake.token}/") or data is None:
             self._answer(404, {"ok": False, "error_code": 404, "description": "Not Found"})
             return
+        fake.downloads.append(self.path.rsplit("/", 1)[-1])
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.send_header("Content-Length", str(len(data)))
@@ -110,6 +111,8 @@ class TelegramDriver(Driver):
         self.voice_dir: Any = None
         #: file_path → bytes, for getFile and the file download URL
         self.files: dict[str, bytes] = {}
+        #: the file names the bot downloaded, in order
+        self.downloads: list[str] = []
         self.lock = threading.Condition()
         self.http = _Server(("127.0.0.1", 0), _Handler)
         self.http.fake = self

@@ -213,3 +213,19 @@ def test_on_loopback_no_token_is_needed_but_a_foreign_web_page_is_refused(
         Rpc(url_of(server), origin="https://evil.example")  # type: ignore[arg-type]
     with pytest.raises(InvalidStatus):
         Rpc(url_of(server), additional_headers={"Authorization": "Bearer wrong"})
+
+
+def test_on_a_shared_machine_loopback_can_require_the_token(model_server: Any, hermes_home: Path) -> None:
+    (hermes_home / "config.yaml").write_text(f"model:\n  base_url: {model_server([]).url}\n  name: m\n")
+    token = read_token(ensure_token(hermes_home).parent)
+    server = AppServer(AppApi(Settings.load()), Gate("127.0.0.1", token, require_token=True), "127.0.0.1", 0)
+    server.start()
+    try:
+        with pytest.raises(InvalidStatus) as refused:
+            Rpc(url_of(server))  # another local user, without the token
+        assert refused.value.response.status_code == 403
+        rpc = Rpc(url_of(server), additional_headers={"Authorization": f"Bearer {token}"})
+        assert rpc.call("toolsets.list")["toolsets"]
+        rpc.close()
+    finally:
+        server.stop()

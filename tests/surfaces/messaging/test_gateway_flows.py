@@ -231,3 +231,80 @@ def test_a_voice_message_is_transcribed_into_the_turn(hermes_home: Path, model_s
             telegram.wait_for(lambda ps: [p for p in ps if p.text == "[voice message could not be transcribed]"])
         finally:
             gateway.stop()
+
+
+def test_a_strangers_voice_notes_are_never_downloaded(hermes_home: Path, model_server: Any,
+                                                      telegram: TelegramDriver) -> None:
+    server = model_server(scripted)
+    telegram.voice_dir = hermes_home / "cache" / "voice"
+    gateway = start(hermes_home, server.url, telegram)
+    try:
+        for _ in range(5):
+            telegram.say_voice("mallory", b"\x00" * 100_000)  # not allowed, never paired
+        telegram.say("alice", "after them", direct=True)  # handled after the stranger's notes
+        telegram.wait_for(lambda ps: [p for p in ps if p.text == "re: after them"])
+        assert telegram.downloads == []
+        assert not telegram.voice_dir.exists() or not list(telegram.voice_dir.iterdir())
+        assert all("voice" not in last_user(r) for r in server.requests)
+    finally:
+        gateway.stop()
+
+
+def test_an_answer_cannot_send_hermes_keys_as_attachments(hermes_home: Path, model_server: Any,
+                                                          telegram: TelegramDriver,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.surfaces.appserver.auth import ensure_token
+    from hermes.tools.browser.vault import Vault
+
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # the key goes to a file
+    Vault(hermes_home).add("https://bank.example", "alice", "S3cret-Bank-Pass!")
+    token = ensure_token(hermes_home)
+    server = model_server(scripted)
+    gateway = start(hermes_home, server.url, telegram)
+    try:
+        for path in (hermes_home / "browser" / "vault.bin", hermes_home / "browser" / "vault.key", token):
+            telegram.say("alice", f"file {path}", direct=True)  # the answer carries a MEDIA: line naming it
+            telegram.wait_for(lambda ps, name=path.name: [p for p in ps if p.text.startswith(f"[file {name} not sent")])
+        assert not [p for p in telegram.posts if p.kind == "file"]
+    finally:
+        gateway.stop()
+
+
+def test_a_stale_approval_button_answers_nothing(hermes_home: Path, model_server: Any, telegram: TelegramDriver,
+                                                 tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "build").mkdir(parents=True)
+
+    def script(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(content="result: " + body["messages"][-1]["content"][:200])
+        return call("terminal", {"command": "rm -rf build", "workdir": str(work)})
+
+    server = model_server(script)
+    gateway = start(hermes_home, server.url, telegram, extra_config=f"terminal:\n  cwd: {work}\n")
+    gateway.gateway.toolsets["telegram"] = ["terminal"]
+    stale_text = "[that button belongs to a question that is no longer open]"
+    try:
+        telegram.say("alice", "clean up", direct=True)
+        first = telegram.wait_for(lambda ps: [p for p in ps if p.kind == "buttons"])[0]
+        telegram.say("alice", "deny", direct=True)  # answered by text: the card's buttons stay on screen
+        telegram.wait_for(lambda ps: [p for p in ps if p.text.startswith("result:")])
+        turns = len(server.requests)
+        telegram.press("alice", first, "once")  # no question is open: it starts nothing
+        telegram.wait_for(lambda ps: [p for p in ps if p.text == stale_text])
+        assert len(server.requests) == turns
+
+        telegram.say("alice", "clean up now", direct=True)
+        second = telegram.wait_for(lambda ps: [p for p in ps if p.kind == "buttons"][1:])[0]
+        telegram.press("alice", first, "always")  # the old card, while the new one waits
+        telegram.wait_for(lambda ps: len([p for p in ps if p.text == stale_text]) == 2)
+        assert (work / "build").exists()
+        telegram.press("alice", second, "deny")
+        telegram.press("alice", second, "once")  # the same card twice: only the first press counts
+        telegram.wait_for(lambda ps: len([p for p in ps if p.text.startswith("result:")]) == 2)
+        telegram.wait_for(lambda ps: len([p for p in ps if p.text == stale_text]) == 3)
+        denied = json.loads([m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"])
+        assert "denied" in denied["error"]
+        assert (work / "build").exists()
+    finally:
+        gateway.stop()

@@ -161,3 +161,31 @@ def test_without_model_vision_no_screenshot_is_attached(hermes_home: Path, desk:
     assert not result.is_error, result.text
     assert "images" not in result.metadata
     assert "not attached: the session's model is not marked as accepting images" in result.text
+
+
+def test_the_private_desktop_has_no_menu_that_starts_programs(hermes_home: Path, desk: Callable[..., Desk]) -> None:
+    """openbox's stock root menu (a right click on the desktop) offers a terminal: a shell no approval sees."""
+    import shutil
+
+    from Xlib import X
+
+    from hermes.tools.computer_use.display import _LIVE, open_x
+
+    if shutil.which("openbox") is None:
+        pytest.skip("openbox is not installed (.ci/run installs it)")
+    write_config(hermes_home, vision=False, screen_size="640x480", screenshot_size="640x480", window_manager="openbox")
+    session = desk()
+    name = session.ok(action="screenshot")["display"]
+    desktop = next(d for d in _LIVE if d.name == name)
+    x = open_x(desktop.name, desktop.xauthority)
+
+    def popups() -> list[Any]:  # an openbox menu is a child of the root window, mapped while shown
+        return [w for w in x.screen().root.query_tree().children if w.get_attributes().map_state == X.IsViewable]
+
+    try:
+        before = {w.id for w in popups()}  # openbox keeps a 1x1 window of its own mapped
+        session.ok(action="right_click", coordinate=[320, 240])  # on the bare desktop
+        time.sleep(0.5)  # a menu, were there one, is mapped within milliseconds
+        assert [w for w in popups() if w.id not in before] == []
+    finally:
+        x.close()

@@ -124,6 +124,35 @@ def test_hermes_secrets_are_never_read_but_config_is(ws: Path, hermes_home: Path
     ok(call("read_file", path=str(hermes_home / "config.yaml")))
 
 
+def test_hermes_keys_tokens_and_logs_are_never_read(ws: Path, hermes_home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.surfaces.appserver.auth import ensure_token
+    from hermes.tools.browser.vault import Vault
+
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")  # the key goes to a file
+    Vault(hermes_home).add("https://bank.example", "alice", "S3cret-Bank-Pass!")
+    secrets = [hermes_home / "browser" / "vault.key", hermes_home / "browser" / "vault.bin", ensure_token(hermes_home)]
+    for rel in ("browser/profile/state.json", "logs/gateway.log", "cache/voice/telegram-1.ogg",
+                "toolgateway/secret", "toolgateway/admin_token"):
+        (hermes_home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (hermes_home / rel).write_text("S3cret-material\n")
+        secrets.append(hermes_home / rel)
+    assert all(p.is_file() for p in secrets)
+    (ws / "vault-link").symlink_to(hermes_home / "browser" / "vault.key")
+    for path in (*map(str, secrets), "vault-link"):
+        assert "not allowed" in call("read_file", path=path)["error"], path
+    (ws / "hard-token").hardlink_to(hermes_home / "serve_token")  # another name for the token
+    assert "hard link" in call("read_file", path="hard-token")["error"]
+    found = ok(call("search_files", pattern="S3cret", path=str(hermes_home)))
+    assert found["count"] == 0, found
+    assert "not allowed" in call("write_file", path=str(hermes_home / "serve_token"), content="x\n")["error"]
+    # what the agent works with there stays readable: skills, media, spilled results, browser downloads
+    for rel in ("skills/demo/SKILL.md", "media/pic.txt", "cache/tool_results/browser/t1/downloads/report.txt"):
+        (hermes_home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (hermes_home / rel).write_text("fine\n")
+        assert "fine" in ok(call("read_file", path=str(hermes_home / rel)))["content"]
+
+
 def test_hermes_own_databases_are_not_read(ws: Path, hermes_home: Path) -> None:
     """state.db and the other SQLite files of HERMES_HOME are refused (their -wal and -shm too): hermes
     holds connections to them in this process, and a read would drop SQLite's locks on the file."""

@@ -9,13 +9,13 @@ person visits cannot drive their agent.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import secrets
 from pathlib import Path
-from urllib.parse import urlsplit
+
+from hermes.net.local import is_loopback, origin_is_local
 
 TOKEN_FILE = "serve_token"
-_LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain"})
+__all__ = ["Gate", "bearer_from", "ensure_token", "is_loopback", "origin_is_local", "read_token", "token_path"]
 
 
 def token_path(home: Path) -> Path:
@@ -41,24 +41,6 @@ def read_token(home: Path) -> str | None:
     return value or None
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (an address or a name) is this machine only."""
-    name = host.strip().strip("[]").lower()
-    if name in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def origin_is_local(origin: str | None) -> bool:
-    """No ``Origin`` header (not a browser) or a loopback one."""
-    if not origin or origin == "null":
-        return origin is None
-    return is_loopback(urlsplit(origin).hostname or "")
-
-
 def bearer_from(authorization: str | None, query_token: str | None) -> str | None:
     """The token a client presented: ``Authorization: Bearer ...`` or the ``token`` query parameter."""
     if authorization and authorization[:7].lower() == "bearer ":
@@ -69,15 +51,15 @@ def bearer_from(authorization: str | None, query_token: str | None) -> str | Non
 class Gate:
     """Decides whether a connection may use the API (see the module docstring)."""
 
-    def __init__(self, bind_host: str, token: str | None, *, require: bool = False) -> None:
-        #: ``require``: even loopback clients must present the token (a server started over SSH, whose
-        #: machine may have other users)
-        self.token_required = require or not is_loopback(bind_host)
+    def __init__(self, bind_host: str, token: str | None, *, require_token: bool = False) -> None:
+        # ``require_token``: also on loopback (a machine other people log in to: loopback is theirs too; a
+        # server started over SSH, whose machine may have other users)
+        self.token_required = require_token or not is_loopback(bind_host)
         self.token = token
         if self.token_required and not token:
             from hermes.errors import ConfigError
 
-            raise ConfigError(f"binding {bind_host} (beyond loopback) needs a bearer token; none was set up")
+            raise ConfigError(f"binding {bind_host} needs a bearer token; none was set up")
 
     def allows(self, presented: str | None, origin: str | None) -> bool:
         if presented is not None:

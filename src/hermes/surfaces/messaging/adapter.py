@@ -54,8 +54,14 @@ class Inbound:
     message_id: str = ""
     #: a button press (``text`` is then the pressed choice)
     button: bool = False
+    #: a button press: the message id of the card it was on ("" when the platform does not say); the
+    #: gateway lets a press answer only the card the conversation is waiting on
+    card: str = ""
     #: a voice message: the downloaded audio file (the gateway transcribes it, then deletes it)
     voice: str = ""
+    #: a voice message not downloaded yet: the gateway awaits it only once the access gate lets the
+    #: message run (a stranger's audio never reaches the disk); it returns the audio file's path
+    fetch_voice: Callable[[], Awaitable[str]] | None = field(default=None, compare=False, repr=False)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

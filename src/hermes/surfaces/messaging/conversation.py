@@ -85,6 +85,9 @@ class ChatConversation:
         self.clarify_timeout = clarify_timeout
         self._progress_id = ""
         self._progress: list[str] = []
+        #: the card (buttons) waiting for a press: its message id, "" while being sent; None when none
+        self._open_card: str | None = None
+        self._card_lock = threading.Lock()
         self.stream: StreamedReply | None = None
         if stream_edits and self.adapter.supports_edit:
             self.stream = StreamedReply(self._send_one, self._edit_one, self.adapter.max_text, self.adapter.measure)
@@ -180,6 +183,27 @@ class ChatConversation:
 
     # -- round trips ----------------------------------------------------------------------------------------
 
+    def _send_card(self, text: str, choices: Sequence[str], what: str) -> None:
+        with self._card_lock:
+            self._open_card = ""  # a press that arrives while the card is being sent is this card's
+        sent = self.out.call(lambda: self.adapter.send_buttons(self.chat, text, choices, self.thread), what)
+        with self._card_lock:
+            if self._open_card == "":
+                self._open_card = str(sent or "")
+
+    def _close_card(self) -> None:
+        with self._card_lock:
+            self._open_card = None
+
+    def take_press(self, card: str) -> bool:
+        """Whether a press on the card ``card`` answers the open card (which it then closes): a press on a
+        card answered before, or when no card waits, is refused."""
+        with self._card_lock:
+            if self._open_card is None or (card and self._open_card and card != self._open_card):
+                return False
+            self._open_card = None
+            return True
+
     def _clarify(self, session: LiveSession, request: Request) -> dict[str, Any]:
         from hermes.tools.clarify.core import request_questions, request_timeout
 
@@ -190,8 +214,7 @@ class ChatConversation:
                 if not conversation.adapter.supports_buttons or not choices:
                     return False
                 head = f"❓ ({index + 1}/{total}) {question}" if total > 1 else f"❓ {question}"
-                conversation.out.call(lambda: conversation.adapter.send_buttons(
-                    conversation.chat, head, [*choices, "skip"], conversation.thread), "send a card")
+                conversation._send_card(head, [*choices, "skip"], "send a card")
                 return True
 
             def send_text(self, text: str) -> bool:
@@ -206,7 +229,10 @@ class ChatConversation:
                 return None if reply is None else str(reply)
 
         timeout = self.clarify_timeout or request_timeout(request)
-        return run_messaging_clarify(request_questions(request), Transport(), timeout)
+        try:
+            return run_messaging_clarify(request_questions(request), Transport(), timeout)
+        finally:
+            self._close_card()
 
     def _approval(self, session: LiveSession, request: Request) -> str | None:
         command = str(request.payload.get("command", ""))
@@ -216,9 +242,10 @@ class ChatConversation:
         sent = False
         if self.adapter.supports_buttons:
             try:
-                self.out.call(lambda: self.adapter.send_buttons(self.chat, text, choices, self.thread), "ask")
+                self._send_card(text, choices, "ask")
                 sent = True
             except Exception as exc:
+                self._close_card()
                 logger.info("%s: approval buttons refused (%s)", self.adapter.name, type(exc).__name__)
         if not sent:
             self.send_text(f"{text}\nReply once, session, always or deny.")
@@ -226,6 +253,8 @@ class ChatConversation:
             reply = session.next_reply(self.clarify_timeout or APPROVAL_TIMEOUT)
         except RoundTripCancelled:
             return "deny"
+        finally:
+            self._close_card()
         choice = normalise_answer(reply) if reply is not None else None
         self.send_text("approved" if choice not in (None, "deny") else "denied")
         return choice

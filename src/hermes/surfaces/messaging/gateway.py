@@ -243,9 +243,23 @@ class Gateway:
             await adapter.send_text(msg.chat, decision.reply, msg.thread)
         if decision.verdict != "run":
             return
+        if msg.button:  # a press answers only the card its conversation waits on, once
+            waiting = self._conversations.get(msg.key)
+            if waiting is None or not waiting.take_press(msg.card):
+                await adapter.send_text(msg.chat, "[that button belongs to a question that is no longer open]",
+                                        msg.thread)
+                return
         text = msg.text.strip()
-        if msg.voice:
-            heard = await asyncio.to_thread(self._transcribe, msg.voice)
+        voice = msg.voice
+        if not voice and msg.fetch_voice is not None:
+            try:
+                voice = await msg.fetch_voice()
+            except Exception as exc:  # the platform's error or the download's: this message only
+                logger.warning("%s: a voice message could not be downloaded: %s", msg.platform, self.safe(exc))
+                await adapter.send_text(msg.chat, "[voice message could not be downloaded]", msg.thread)
+                return
+        if voice:
+            heard = await asyncio.to_thread(self._transcribe, voice)
             if heard is None:
                 await adapter.send_text(msg.chat, "[voice message could not be transcribed]", msg.thread)
                 return

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 #: the Python packages the backend needs (import name -> what pip installs)
 PACKAGES = {"mss": "mss", "Xlib": "python-xlib", "PIL": "pillow"}
 #: tried in order for ``computer_use.window_manager: auto``
-WINDOW_MANAGERS = ("openbox", "matchbox-window-manager", "icewm", "fluxbox", "twm")
+#: what ``auto`` picks: openbox (started without its root menu, see openbox.py) or matchbox (none); icewm,
+#: fluxbox and twm open menus that start a terminal, so only a person's explicit setting starts them
+WINDOW_MANAGERS = ("openbox", "matchbox-window-manager")
 _SIZE = re.compile(r"^\s*(\d{2,5})\s*[xX×]\s*(\d{2,5})\s*$")
 _DISPLAY = re.compile(r"^(?P<host>[A-Za-z0-9.\-]*):(?P<number>\d+)(?:\.\d+)?$")
 

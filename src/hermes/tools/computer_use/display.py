@@ -149,7 +149,7 @@ class Desktop:
                 desktop._start_accessibility()
             manager = find_window_manager(cfg.window_manager)
             if manager is not None:
-                desktop.spawn([manager], "window-manager")
+                desktop.spawn(desktop._manager_argv(manager), "window-manager")
             desktop._wait_for_manager(manager is not None)
             before = len(desktop.client_windows())
             for i, command in enumerate(cfg.startup):
@@ -161,6 +161,14 @@ class Desktop:
             raise
         _LIVE.add(desktop)
         return desktop
+
+    def _manager_argv(self, manager: str) -> list[str]:
+        """openbox gets a configuration without its root menu and program keys (see openbox.py)."""
+        if Path(manager).name != "openbox" or self.folder is None:
+            return [manager]
+        from hermes.tools.computer_use.openbox import write_config
+
+        return [manager, "--config-file", str(write_config(self.folder))]
 
     def _connect(self) -> None:
         self.x = open_x(self.name, self.xauthority)

@@ -33,7 +33,7 @@ from hermes.tools.image import backends
 from hermes.tools.image.backends import KREA_CREATIVITY, ImageJob, ProducedImage
 from hermes.tools.routed.context import Access, RoutedContext, http_client, text_arg, vendor_failure
 from hermes.tools.routed.media import save_media, sniff_image
-from hermes.tools.routed.source import is_web_url, load_media
+from hermes.tools.routed.source import allow_private_urls, is_web_url, load_media
 from hermes.vendors.base import VendorError, download, origin_of
 from hermes.vendors.fal_queue import valid_model_path
 
@@ -155,7 +155,7 @@ async def generate_image(args: dict[str, Any], ctx: RoutedContext) -> dict[str, 
                 images = await _run(backend, http, access, model, job)
             except VendorError as again:
                 raise vendor_failure(again, access, "image generation (after Krea refused, on FAL)") from None
-        saved = await _save(images, http, ctx, _DISPLAY.get(backend, backend))
+        saved = await _save(images, http, ctx, _DISPLAY.get(backend, backend), access.origin)
     result: dict[str, Any] = {
         "success": True,
         "path": saved[0]["path"],
@@ -172,7 +172,7 @@ async def generate_image(args: dict[str, Any], ctx: RoutedContext) -> dict[str, 
 
 
 async def _save(images: list[ProducedImage], http: httpx.AsyncClient, ctx: RoutedContext,
-                vendor: str) -> list[dict[str, Any]]:
+                vendor: str, vendor_origin: str) -> list[dict[str, Any]]:
     saved: list[dict[str, Any]] = []
     for image in images:
         source_url = image.url if image.url and not image.url.startswith("data:") else None
@@ -183,7 +183,8 @@ async def _save(images: list[ProducedImage], http: httpx.AsyncClient, ctx: Route
                 raise ToolError(f"{vendor} returned an image that is not valid base64") from None
         elif image.url is not None:
             try:
-                data, _ctype = await download(http, image.url, vendor=vendor, max_bytes=RESULT_MAX_BYTES)
+                data, _ctype = await download(http, image.url, vendor=vendor, max_bytes=RESULT_MAX_BYTES,
+                                              trusted_origin=vendor_origin, allow_private=allow_private_urls(ctx))
             except VendorError as exc:
                 raise ToolError(f"the image was generated but could not be downloaded from {source_url}: {exc}") \
                     from None

@@ -136,7 +136,8 @@ def _from_path(ref: str, *, kind: MediaKind, max_bytes: int, field: str) -> Load
     return LoadedMedia(data, found, display(path), path)
 
 
-def _allow_private(ctx: RoutedContext) -> bool:
+def allow_private_urls(ctx: RoutedContext) -> bool:
+    """`security.allow_private_urls` (or HERMES_ALLOW_PRIVATE_URLS): private and loopback URLs allowed."""
     flag = os.environ.get("HERMES_ALLOW_PRIVATE_URLS", ctx.env.get("HERMES_ALLOW_PRIVATE_URLS", ""))
     return ctx.get_bool("security.allow_private_urls", False) or truth(flag) is True
 
@@ -145,7 +146,7 @@ async def fetch_url(url: str, ctx: RoutedContext, *, kind: MediaKind, max_bytes:
     """The body of an http(s) URL, fetched with the SSRF-safe fetcher (see the module docstring)."""
     from hermes.net.safefetch import FetchPolicy, safe_fetch
 
-    allow = _allow_private(ctx)
+    allow = allow_private_urls(ctx)
     policy = FetchPolicy(allow_loopback=allow, allow_private=allow, timeout=_FETCH_TIMEOUT, max_bytes=max_bytes,
                          max_redirects=5, user_agent="hermes-agent (media)",
                          content_types=_IMAGE_CONTENT_TYPES if kind == "image" else _VIDEO_CONTENT_TYPES)

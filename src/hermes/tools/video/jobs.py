@@ -34,6 +34,7 @@ from hermes.store.video_jobs import VideoJob, VideoJobStore
 from hermes.tools.progress import report_progress
 from hermes.tools.routed.context import RoutedContext
 from hermes.tools.routed.media import mp4_duration, save_media, sniff_video
+from hermes.tools.routed.source import allow_private_urls
 from hermes.vendors.base import VendorError, download
 
 #: an unfinished job this recent with the same fingerprint is resumed instead of submitted again (seconds)
@@ -151,7 +152,8 @@ async def _save(ctx: RoutedContext, store: VideoJobStore, job: VideoJob, backend
     url = progress.video_url or ""
     try:
         data, _ctype = await download(conn.http, url, vendor=backend.display, max_bytes=RESULT_MAX_BYTES,
-                                      timeout=300.0)
+                                      timeout=300.0, trusted_origin=conn.origin,
+                                      allow_private=allow_private_urls(ctx))
     except VendorError as exc:
         raise ToolError(f"video job {job.id} finished but the video could not be downloaded from {url}: {exc}. "
                         f"Run 'hermes video resume {job.id}' to try again.") from None

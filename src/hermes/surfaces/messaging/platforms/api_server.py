@@ -14,7 +14,11 @@ Endpoints (Starlette on uvicorn, inside the gateway's event loop):
 
 Keys: with ``keys`` (the comma-separated ``HERMES_API_KEYS``) every request needs
 ``Authorization: Bearer KEY``; each key's conversations are its own. Without keys the server only
-starts on a loopback address. Nobody can answer clarify questions or approvals through this API: they
+starts on a loopback address and answers only requests whose ``Host`` header names a loopback
+address (421 otherwise: a page on a name rebound to 127.0.0.1). A request from a browser page of
+another site (an ``Origin`` header that is not loopback) is refused with 403, and a POST must say
+``Content-Type: application/json`` (415), so a web page's form or no-cors ``fetch`` cannot run a turn.
+Nobody can answer clarify questions or approvals through this API: they
 get no reply (clarify: ``undelivered``; dangerous commands: denied).
 """
 
@@ -23,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import time
@@ -32,6 +35,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.events import Event, Notice, Request, TextDelta, ToolFinished, ToolStarted, TurnFinished
+from hermes.net.local import host_header_is_local, is_loopback, origin_is_local
 from hermes.surfaces.messaging.adapter import Deliver, PlatformAdapter, PlatformError
 from hermes.surfaces.messaging.platforms.httpserve import AppServer
 
@@ -42,15 +46,6 @@ if TYPE_CHECKING:
     from hermes.surfaces.host import LiveSession, SessionHost
 
 logger = logging.getLogger(__name__)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> Response:
@@ -146,6 +141,19 @@ class ApiServerAdapter(PlatformAdapter):
             Route("/health", self._health, methods=["GET"]),
         ])
 
+    def _foreign(self, request: HttpRequest) -> Response | None:
+        """The refusal for a request a web page may have sent (see the module docstring), else None."""
+        if not origin_is_local(request.headers.get("origin")):
+            return _error(403, "requests from web pages of other sites are refused", "permission_error")
+        if not self._keys and not host_header_is_local(request.headers.get("host")):
+            return _error(421, "without API keys only requests to a loopback host name are answered",
+                          "permission_error")
+        if request.method == "POST":
+            kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if kind != "application/json":
+                return _error(415, "the body must be sent as Content-Type: application/json")
+        return None
+
     def _caller(self, request: HttpRequest) -> str | None:
         """The caller's key id ("open" without keys), or None when the request is not allowed."""
         if not self._keys:
@@ -165,12 +173,16 @@ class ApiServerAdapter(PlatformAdapter):
     async def _models(self, request: HttpRequest) -> Response:
         from starlette.responses import JSONResponse
 
+        if (refused := self._foreign(request)) is not None:
+            return refused
         if self._caller(request) is None:
             return _error(401, "a valid API key is required (Authorization: Bearer KEY)", "authentication_error")
         return JSONResponse({"object": "list", "data": [
             {"id": self.model_name, "object": "model", "created": 0, "owned_by": "hermes"}]})
 
     async def _completions(self, request: HttpRequest) -> Response:
+        if (refused := self._foreign(request)) is not None:
+            return refused
         caller = self._caller(request)
         if caller is None:
             return _error(401, "a valid API key is required (Authorization: Bearer KEY)", "authentication_error")

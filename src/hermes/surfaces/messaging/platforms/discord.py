@@ -167,7 +167,8 @@ class DiscordAdapter(PlatformAdapter):
                 return None
             return Inbound(platform=self.name, chat=str(data["channel_id"]), user=str(user["id"]),
                            user_name=str(user.get("username") or ""), text=choices[index],
-                           direct=not data.get("guild_id"), mentioned=True, button=True)
+                           direct=not data.get("guild_id"), mentioned=True, button=True,
+                           card=str(data["message"]["id"]))
         return None
 
     async def send_text(self, chat: str, text: str, thread: str = "") -> str:

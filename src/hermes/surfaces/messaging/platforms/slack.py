@@ -134,7 +134,7 @@ class SlackAdapter(PlatformAdapter):
             return Inbound(platform=self.name, chat=channel, user=str(payload["user"]["id"]),
                            user_name=str(payload["user"].get("username") or ""), text=choices[index],
                            thread=str(message.get("thread_ts") or ""), direct=channel.startswith("D"),
-                           mentioned=True, button=True)
+                           mentioned=True, button=True, card=str(message["ts"]))
         if kind not in ("events_api", "interactive", "slash_commands", None):
             raise ValueError(f"an envelope of unknown type {kind!r}")
         return None

@@ -159,7 +159,8 @@ class TeamsAdapter(PlatformAdapter):
         return Inbound(platform=self.name, chat=chat, user=str(sender.get("aadObjectId") or sender["id"]),
                        user_name=str(sender.get("name") or ""), text=text, direct=direct,
                        mentioned=direct or mentioned or pressed, button=pressed,
-                       message_id=str(activity.get("id") or ""))
+                       message_id=str(activity.get("id") or ""),
+                       card=str(activity.get("replyToId") or "") if pressed else "")
 
     # -- outbound -------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,10 +118,11 @@ class TelegramAdapter(PlatformAdapter):
                 raise ValueError("an update of no known kind")
             return None  # kinds the gateway does not answer
         text = message.get("text")
-        voice = ""
+        fetch_voice = None
         audio = message.get("voice") or message.get("audio")
         if isinstance(audio, dict) and audio.get("file_id"):
-            voice = await self._download(str(audio["file_id"]), str(message["message_id"]))
+            file_id, message_id = str(audio["file_id"]), str(message["message_id"])
+            fetch_voice = partial(self._download, file_id, message_id)  # after the access gate
             text = str(message.get("caption") or "")
         if not isinstance(text, str):
             return None  # stickers, photos without caption, joins …
@@ -136,7 +138,7 @@ class TelegramAdapter(PlatformAdapter):
         return Inbound(platform=self.name, chat=str(chat["id"]), user=str(sender["id"]),
                        user_name=str(sender.get("username") or sender.get("first_name") or ""), text=text,
                        thread=thread, direct=direct, mentioned=mentioned, from_bot=bool(sender.get("is_bot")),
-                       message_id=str(message["message_id"]), voice=voice)
+                       message_id=str(message["message_id"]), fetch_voice=fetch_voice)
 
     async def _download(self, file_id: str, message_id: str) -> str:
         """Fetch a voice message's audio (``getFile``, then the file URL) into :attr:`voice_dir`."""
@@ -167,7 +169,8 @@ class TelegramAdapter(PlatformAdapter):
         thread = str(message.get("message_thread_id") or "") if message.get("is_topic_message") else ""
         return Inbound(platform=self.name, chat=chat, user=str(sender["id"]),
                        user_name=str(sender.get("username") or ""), text=choices[index], thread=thread,
-                       direct=message["chat"].get("type") == "private", mentioned=True, button=True)
+                       direct=message["chat"].get("type") == "private", mentioned=True, button=True,
+                       card=str(message["message_id"]))
 
     @staticmethod
     def _where(chat: str, thread: str) -> dict[str, Any]:
