@@ -135,7 +135,8 @@ def main() -> None:
         print(f"   hermes overhead over the SDK   p50 {(pct(ours, .5) - pct(ref, .5)) * 1e3:6.2f} ms "
               f"(ratio {pct(ours, .5) / pct(ref, .5):.2f})")
         print(f"   floor: a no-op hop to the loop p50 {pct(hops, .5) * 1e3:6.2f} ms  "
-              f"p90 {pct(hops, .9) * 1e3:6.2f} ms; beyond it p50 {(pct(ours, .5) - pct(ref, .5) - pct(hops, .5)) * 1e3:6.2f} ms")
+              f"p90 {pct(hops, .9) * 1e3:6.2f} ms; "
+              f"beyond it p50 {(pct(ours, .5) - pct(ref, .5) - pct(hops, .5)) * 1e3:6.2f} ms")
         none, three = startup(home, 5)
         print("2. registering MCP tools at session start (servers connect in the background)")
         print(f"   0 servers {none * 1e3:6.2f} ms   3 servers {three * 1e3:6.2f} ms   "
