@@ -311,3 +311,16 @@ def test_a_document_is_checked_at_start_and_never_fetches(tmp_path: Path) -> Non
     config.write_text('[connectors.apps.gmail]\nbase_url = "http://127.0.0.1:9"\n')
     with pytest.raises(ConfigError, match=r"connectors\.apps\.gmail\.openapi is required"):
         load_config(config, env={}, home=tmp_path)
+
+
+def test_the_same_call_after_a_restart_is_replayed_not_run_again(person: Person, mail: tuple[MailApp, str]) -> None:
+    person.add("work", "tok-work-1")
+    sent = len(mail[0].sent)
+    args = {"to": "carol@example.org", "subject": f"s{time.monotonic_ns()}"}
+    first = connections(person.session("s-restart"), action="call", app="gmail", tool="send_message", arguments=args)
+    # a new process resuming the same session (a fresh session object, caches and clients) asks again
+    again = connections(person.session("s-restart"), action="call", app="gmail", tool="send_message", arguments=args)
+    assert again["replayed"] is True and again["deadline_at"] == first["deadline_at"] and "replayed" not in first
+    assert len(mail[0].sent) == sent + 1  # sent once
+    other = connections(person.session("s-other"), action="call", app="gmail", tool="send_message", arguments=args)
+    assert "replayed" not in other and len(mail[0].sent) == sent + 2  # another session's call is its own

@@ -12,6 +12,7 @@ import base64
 import hashlib
 import hmac
 import os
+from typing import Any
 
 from hermes.errors import HermesError
 
@@ -27,8 +28,17 @@ def sealing_key(secret: bytes) -> bytes:
     return hmac.new(secret, _LABEL, hashlib.sha256).digest()
 
 
+def _aesgcm() -> Any:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError:
+        raise SealedError("sealing connector tokens needs the cryptography package: "
+                          "pip install 'hermes[connectors]'") from None
+    return AESGCM
+
+
 def seal(key: bytes, account_id: str, plain: str) -> str:
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    AESGCM = _aesgcm()
 
     nonce = os.urandom(12)
     box = AESGCM(key).encrypt(nonce, plain.encode("utf-8"), account_id.encode("utf-8"))
@@ -36,14 +46,15 @@ def seal(key: bytes, account_id: str, plain: str) -> str:
 
 
 def unseal(key: bytes, account_id: str, sealed: str) -> str:
+    AESGCM = _aesgcm()
     from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     if not sealed.startswith(_PREFIX):
         raise SealedError("the stored connector credential has an unknown format")
     try:
         raw = base64.urlsafe_b64decode(sealed[len(_PREFIX):])
-        return AESGCM(key).decrypt(raw[:12], raw[12:], account_id.encode("utf-8")).decode("utf-8")
+        plain: bytes = AESGCM(key).decrypt(raw[:12], raw[12:], account_id.encode("utf-8"))
+        return plain.decode("utf-8")
     except (InvalidTag, ValueError):
         raise SealedError("the stored connector credential does not open with this gateway's key "
                           "(was the gateway secret replaced?)") from None
