@@ -11,8 +11,11 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from fakes.model_server import Reply, call
+from hermes.config.settings import Settings
 from hermes.errors import ConfigError
 from hermes.surfaces.appserver.auth import Gate, ensure_token, read_token
+from hermes.surfaces.appserver.rpc import AppApi
+from hermes.surfaces.appserver.server import AppServer
 from surfaces.appserver.harness import Rpc, Serve, last_user, url_of
 
 
