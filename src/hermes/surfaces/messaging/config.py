@@ -30,6 +30,8 @@ SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "discord": ("toke
 NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams", "feishu"})
 #: Slack's Socket Mode also needs the app-level token
 APP_TOKEN_ENV = ("app_token_env", "SLACK_APP_TOKEN")
+#: ... and its HTTP mode the Signing Secret
+SLACK_SIGNING_ENV = ("signing_secret_env", "SLACK_SIGNING_SECRET")
 #: Feishu's webhook mode checks events with these (table key naming the variable, its default)
 FEISHU_WEBHOOK_ENV = {"verification_token": ("verification_token_env", "FEISHU_VERIFICATION_TOKEN"),
                       "encrypt_key": ("encrypt_key_env", "FEISHU_ENCRYPT_KEY")}
@@ -153,7 +155,10 @@ def platforms(settings: Settings) -> list[PlatformConfig]:
             mention_chats={str(k): bool(v) for k, v in mention_chats.items()},
         )
         toolsets = table.get("toolsets")
-        app_env = str(table.get(APP_TOKEN_ENV[0]) or APP_TOKEN_ENV[1]) if kind == "slack" else ""
+        app_env = ""
+        if kind == "slack":  # Socket Mode needs the app-level token; HTTP mode the Signing Secret instead
+            key, default = SLACK_SIGNING_ENV if table.get("mode") == "http" else APP_TOKEN_ENV
+            app_env = str(table.get(key) or default)
         more = {role: settings.env.get(str(table.get(key) or default)) or ""
                 for role, (key, default) in FEISHU_WEBHOOK_ENV.items()} if kind == "feishu" else {}
         out.append(PlatformConfig(more_secrets=more,
@@ -183,8 +188,12 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
         from hermes.surfaces.messaging.platforms.slack import API as SLACK_API
         from hermes.surfaces.messaging.platforms.slack import SlackAdapter
 
-        return SlackAdapter(cfg.secret, cfg.app_secret, base_url=str(table.get("base_url") or SLACK_API),
-                            name=cfg.name)
+        http_mode = table.get("mode") == "http"
+        return SlackAdapter(cfg.secret, "" if http_mode else cfg.app_secret, name=cfg.name,
+                            base_url=str(table.get("base_url") or SLACK_API), mode="http" if http_mode else "socket",
+                            signing_secret=cfg.app_secret if http_mode else "",
+                            host=str(table.get("host") or "127.0.0.1"), port=int(table.get("port", 3000)),
+                            path=str(table.get("path") or "/slack/events"))
     if cfg.type == "teams":
         from hermes.surfaces.messaging.platforms import teams
 
