@@ -165,8 +165,13 @@ def test_the_gateway_gives_feishu_its_comment_handler(hermes_home: Path) -> None
         gateway.access.store.close()
 
 
-def test_a_feishu_voice_message_is_transcribed(hermes_home: Path, model_server: Any, feishu: FeishuDriver,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_feishu_voice_message_is_transcribed_and_answered_aloud(hermes_home: Path, model_server: Any,
+                                                                  feishu: FeishuDriver,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed (.ci/run installs it)")
     from fakes.vendors.fal import FastServerThread
     from fakes.vendors.openai_audio import FAKE_AUDIO, FakeOpenAIAudio
 
@@ -176,12 +181,23 @@ def test_a_feishu_voice_message_is_transcribed(hermes_home: Path, model_server: 
     stt = FakeOpenAIAudio(key="sk-voice-test-key-123456", transcript="what is on today")
     with FastServerThread(stt.app) as audio_server:
         server = model_server(scripted)
-        gateway = start(hermes_home, server.url, feishu,
-                        extra_config=f"stt:\n  provider: openai\n  openai:\n    base_url: {audio_server.url}/v1\n")
+        gateway = start(hermes_home, server.url, feishu, extra_config=(
+            f"stt:\n  provider: openai\n  openai:\n    base_url: {audio_server.url}/v1\ntts:\n  provider: espeak\n"))
+        gateway.gateway.voice_replies = True
         try:
             feishu.send_voice("alice", FAKE_AUDIO["opus"])
             feishu.wait_for(lambda ps: [p for p in ps if "re: [voice message]" in p.text])
             assert last_user(server.requests[-1]) == '[voice message] "what is on today"'
             assert stt.uploads[0]["file"][1] == FAKE_AUDIO["opus"]
+            spoken = feishu.wait_for(lambda ps: [p for p in ps if p.kind == "file"])[0]
+            assert spoken.text.startswith("speech") and spoken.extra[:4] in (b"OggS", b"RIFF")
+            deadline = time.monotonic() + 10
+            while list(hermes_home.rglob("speech-*")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not list(hermes_home.rglob("speech-*"))  # sent, then deleted
+            feishu.say("alice", "typed, not spoken", direct=True)
+            feishu.wait_for(lambda ps: [p for p in ps if p.text == "re: typed, not spoken"])
+            time.sleep(0.5)
+            assert len([p for p in feishu.posts if p.kind == "file"]) == 1
         finally:
             gateway.stop()

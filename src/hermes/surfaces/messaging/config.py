@@ -104,6 +104,7 @@ class GatewayOptions:
     pairing_ttl_seconds: float = 3600.0
     idle_evict_seconds: float = 1800.0
     stream_edits: bool = True
+    voice_replies: bool = True
 
 
 def _names(value: Any, where: str) -> frozenset[str]:
@@ -126,7 +127,7 @@ def options(settings: Settings) -> GatewayOptions:
         busy_mode=read("busy_mode"), max_concurrent_turns=read("max_concurrent_turns"),
         loop_max_events=read("loop_max_events"), loop_cooldown_seconds=read("loop_cooldown_seconds"),
         pairing_ttl_seconds=read("pairing_ttl_seconds"), idle_evict_seconds=read("idle_evict_seconds"),
-        stream_edits=read("stream_edits"),
+        stream_edits=read("stream_edits"), voice_replies=read("voice_replies"),
     )
 
 

@@ -77,7 +77,8 @@ def build_gateway(settings: Settings, chosen: list[str] | None = None,
             _answer_comments(settings, cfg, adapter)
     gateway = Gateway(host, adapters, access, toolsets=toolsets,
                       secrets=[s for c in ready for s in c.secrets], status_path=status_path(settings),
-                      idle_evict_seconds=opts.idle_evict_seconds, stream_edits=opts.stream_edits)
+                      idle_evict_seconds=opts.idle_evict_seconds, stream_edits=opts.stream_edits,
+                      voice_replies=opts.voice_replies)
     return gateway, skipped
 
 
