@@ -184,7 +184,8 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
         from hermes.surfaces.messaging.platforms.discord import API as DISCORD_API
         from hermes.surfaces.messaging.platforms.discord import DiscordAdapter
 
-        return DiscordAdapter(cfg.secret, base_url=str(table.get("base_url") or DISCORD_API), name=cfg.name)
+        return DiscordAdapter(cfg.secret, base_url=str(table.get("base_url") or DISCORD_API), name=cfg.name,
+                              voice_dir=cache / "voice" if cache else None)
     if cfg.type == "slack":
         from hermes.surfaces.messaging.platforms.slack import API as SLACK_API
         from hermes.surfaces.messaging.platforms.slack import SlackAdapter

@@ -38,7 +38,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
-from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, close_connections
+from hermes.surfaces.messaging.adapter import (
+    Deliver,
+    Inbound,
+    PlatformAdapter,
+    PlatformError,
+    close_connections,
+    save_voice,
+)
 from hermes.surfaces.messaging.platforms import feishu_wire as wire
 from hermes.surfaces.messaging.platforms.httpserve import AppServer
 from hermes.vendors.feishu import FEISHU, FeishuApi, FeishuError, text_content
@@ -307,16 +314,8 @@ class FeishuAdapter(PlatformAdapter):
 
     async def _download(self, message_id: str, file_key: str) -> str:
         """A voice message's audio (the message's resource), saved 0600 under :attr:`voice_dir`."""
-        import tempfile
-
-        from hermes.config.atomic import atomic_write
-
         data = await self.api.download(f"{MESSAGES}/{message_id}/resources/{file_key}", params={"type": "file"})
-        folder = self.voice_dir or Path(tempfile.gettempdir())
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{self.name}-{message_id}.opus"
-        atomic_write(target, data, mode=0o600)
-        return str(target)
+        return save_voice(self.voice_dir, f"{self.name}-{message_id}.opus", data)
 
     # -- sending ------------------------------------------------------------------------------------------------
 
