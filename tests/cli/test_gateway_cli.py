@@ -71,6 +71,17 @@ def test_setup_stores_the_token_in_dotenv_only(hermes_home: Path) -> None:
     assert rows[0]["name"] == "telegram" and rows[0]["can_run"] is True
 
 
+def test_setup_feishu(hermes_home: Path) -> None:
+    out = hermes(hermes_home, "gateway", "setup", "feishu", input="cli_a1b2c3\n\nou_owner\nfeishu-app-secret-xyz\n")
+    assert out.returncode == 0, out.stderr
+    config = (hermes_home / "config.yaml").read_text()
+    assert "app_id: cli_a1b2c3" in config and "secret_env: FEISHU_APP_SECRET" in config
+    assert "https://open.feishu.cn" in config and "feishu-app-secret-xyz" not in config
+    assert "FEISHU_APP_SECRET=feishu-app-secret-xyz" in (hermes_home / ".env").read_text()
+    rows = json.loads(hermes(hermes_home, "gateway", "status", "--json").stdout)["platforms"]
+    assert rows[0]["name"] == "feishu" and rows[0]["can_run"] is True
+
+
 def test_run_serves_the_api_until_sigterm(hermes_home: Path, model_server: Any) -> None:
     server = model_server(lambda body: Reply(content="served by the gateway"))
     port = free_port()

@@ -396,6 +396,7 @@ SCHEMA = Schema(
             ("pairing_ttl_seconds", "number", {"default": 3600.0, "minimum": 60, "maximum": 7 * 86_400}),
             ("idle_evict_seconds", "number", {"default": 1800.0, "minimum": 0}),
             ("stream_edits", "flag", {"default": True}),
+            ("voice_replies", "flag", {"default": True}),
             open_tables=("platforms",),
         ),
         # the app server, ``hermes serve`` (docs/app-server.md)

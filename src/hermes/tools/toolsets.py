@@ -99,6 +99,8 @@ CORE_TOOLS: tuple[str, ...] = (
     "clarify", "delegate_task", "cronjob_manage",
 )
 
+FEISHU_DRIVE = ("feishu_drive_list_comments", "feishu_drive_list_comment_replies", "feishu_drive_reply_comment",
+                "feishu_drive_add_comment")
 _DESKTOP = frozenset({Surface.DESKTOP})
 _MESSAGING = frozenset({Surface.MESSAGING})
 
@@ -143,8 +145,10 @@ TOOLSETS: dict[str, Toolset] = {
         _ts("discord", "Discord server tools", "discord", surfaces=_MESSAGING, in_all=False),
         _ts("discord_admin", "Discord administration tools", "discord_admin", surfaces=_MESSAGING, in_all=False),
         _ts("yuanbao", "Yuanbao DM, group and sticker tools", surfaces=_MESSAGING, in_all=False),
-        _ts("feishu_doc", "Feishu document comments (comment handler only)", surfaces=frozenset(), in_all=False),
-        _ts("feishu_drive", "Feishu drive comments (comment handler only)", surfaces=frozenset(), in_all=False),
+        _ts("feishu_doc", "Feishu document comments (comment handler only)", "feishu_doc_read",
+            surfaces=frozenset(), in_all=False),
+        _ts("feishu_drive", "Feishu drive comments (comment handler only)", *FEISHU_DRIVE, surfaces=frozenset(),
+            in_all=False),
         # platform bundles
         _ts("hermes-cli", "Everything the command-line chat gets", *CORE_TOOLS),
         _ts("hermes-tui", "The terminal UI bundle", includes=("hermes-cli",)),

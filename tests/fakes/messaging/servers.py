@@ -13,7 +13,7 @@ from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-#: (method, path, headers, body bytes) → (status, JSON payload or None)
+#: (method, path, headers, body bytes) → (status, JSON payload, raw bytes or None)
 Answer = Callable[[str, str, Any, bytes], tuple[int, Any]]
 
 
@@ -34,9 +34,10 @@ class JsonHttp:
             def _any(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, payload = answer(self.command, self.path, self.headers, raw)
-                body = b"" if payload is None else json.dumps(payload).encode()
+                raw_bytes = isinstance(payload, bytes)
+                body = payload if raw_bytes else b"" if payload is None else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "application/octet-stream" if raw_bytes else "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -87,8 +88,8 @@ class WsLoop:
         """Run a coroutine on the server's loop and wait for it."""
         return asyncio.run_coroutine_threadsafe(make(), self.loop).result(10)
 
-    def send_latest(self, text: str) -> bool:
-        """Send ``text`` on the newest connection; False when none is open."""
+    def send_latest(self, text: str | bytes) -> bool:
+        """Send ``text`` (a text or binary message) on the newest connection; False when none is open."""
         async def send() -> bool:
             if not self.conns:
                 return False

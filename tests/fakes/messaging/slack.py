@@ -1,5 +1,6 @@
 """Slack on loopback (written from api.slack.com): Socket Mode (``apps.connections.open``, ``hello``,
-envelopes acknowledged by ``envelope_id``) and the Web API calls the adapter makes."""
+envelopes acknowledged by ``envelope_id``) and the Web API calls the adapter makes; with
+``mode="http"`` the people's events are signed requests to the bot's Events API request URL."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from fakes.messaging.servers import JsonHttp, WsLoop
 
 BOT_TOKEN = "xoxb-1111-2222-fakebottokenvalue"
 APP_TOKEN = "xapp-1-A111-3333-fakeapptokenvalue"
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 BOT_USER = "UBOT"
 CHANNEL = "C0700"
 
@@ -23,8 +25,10 @@ class SlackDriver(Driver):
     supports_threads = True
     secrets = (BOT_TOKEN, APP_TOKEN)
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "socket") -> None:
         super().__init__()
+        self.mode = mode
+        self.bot: Any = None
         self.ids = itertools.count(1)
         self.users: dict[str, str] = {}
         self.pending: list[str] = []
@@ -90,7 +94,29 @@ class SlackDriver(Driver):
             return 200, {"ok": True, "files": body["files"]}
         return 200, {"ok": False, "error": "unknown_method"}
 
+    def signed_post(self, raw: bytes, ctype: str = "application/json", *, secret: str = SIGNING_SECRET,
+                    stamp: int | None = None) -> Any:
+        """POST ``raw`` to the bot's request URL, signed as Slack signs it (v0 HMAC-SHA256)."""
+        import hashlib
+        import hmac
+
+        import httpx
+
+        when = str(int(time.time()) if stamp is None else stamp)
+        signature = "v0=" + hmac.new(secret.encode(), f"v0:{when}:".encode() + raw, hashlib.sha256).hexdigest()
+        return httpx.post(f"http://127.0.0.1:{self.bot.port}/slack/events", content=raw, timeout=30, headers={
+            "Content-Type": ctype, "X-Slack-Request-Timestamp": when, "X-Slack-Signature": signature})
+
     def _envelope(self, kind: str, payload: Any) -> None:
+        if self.mode == "http":
+            from urllib.parse import urlencode
+
+            if kind == "interactive":
+                self.signed_post(urlencode({"payload": json.dumps(payload)}).encode(),
+                                 "application/x-www-form-urlencoded")
+            else:
+                self.signed_post(json.dumps({**payload, "event_id": f"Ev{next(self.ids)}"}).encode())
+            return
         text = json.dumps({"envelope_id": f"e{next(self.ids)}", "type": kind, "payload": payload,
                            "accepts_response_payload": False})
         if not self.ws.send_latest(text):
@@ -101,6 +127,9 @@ class SlackDriver(Driver):
     def adapter(self) -> Any:
         from hermes.surfaces.messaging.platforms.slack import SlackAdapter
 
+        if self.mode == "http":
+            self.bot = SlackAdapter(BOT_TOKEN, base_url=self.url, mode="http", signing_secret=SIGNING_SECRET, port=0)
+            return self.bot
         return SlackAdapter(BOT_TOKEN, APP_TOKEN, base_url=self.url)
 
     def _user(self, name: str) -> str:

@@ -12,7 +12,7 @@ from fakes.messaging import Driver
 from hermes.surfaces.messaging.access import PlatformAccess
 from surfaces.messaging.harness import GatewayThread, scripted
 
-PLATFORMS = ["irc", "telegram", "discord", "slack", "teams"]
+PLATFORMS = ["irc", "telegram", "discord", "slack", "teams", "feishu"]
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +44,10 @@ def driver(request: pytest.FixtureRequest) -> Iterator[Driver]:
         from fakes.messaging.slack import SlackDriver
 
         made = SlackDriver()
+    elif request.param == "feishu":
+        from fakes.messaging.feishu import FeishuDriver
+
+        made = FeishuDriver()
     else:
         from fakes.messaging.teams import TeamsDriver
 

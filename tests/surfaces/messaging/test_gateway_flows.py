@@ -308,3 +308,30 @@ def test_a_stale_approval_button_answers_nothing(hermes_home: Path, model_server
         assert (work / "build").exists()
     finally:
         gateway.stop()
+
+
+def test_a_discord_voice_message_is_transcribed(hermes_home: Path, model_server: Any,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.messaging.discord import TOKEN, DiscordDriver
+    from fakes.vendors.fal import FastServerThread
+    from fakes.vendors.openai_audio import FAKE_AUDIO, FakeOpenAIAudio
+
+    for name in ("OPENAI_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "TOOL_GATEWAY_USER_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VOICE_TOOLS_OPENAI_KEY", "sk-voice-test-key-123456")
+    stt = FakeOpenAIAudio(key="sk-voice-test-key-123456", transcript="play some jazz")
+    discord = DiscordDriver()
+    with FastServerThread(stt.app) as audio_server:
+        server = model_server(scripted)
+        gateway = start(hermes_home, server.url, discord,
+                        extra_config=f"stt:\n  provider: openai\n  openai:\n    base_url: {audio_server.url}/v1\n")
+        try:
+            discord.say_voice("alice", FAKE_AUDIO["opus"])
+            discord.wait_for(lambda ps: [p for p in ps if "re: [voice message]" in p.text])
+            assert last_user(server.requests[-1]) == '[voice message] "play some jazz"'
+            assert stt.uploads[0]["file"][1] == FAKE_AUDIO["opus"]
+            assert discord.attachment_auth == [None]  # the bot token never goes to the CDN
+            assert TOKEN not in str(discord.attachment_auth)
+        finally:
+            gateway.stop()
+            discord.close()

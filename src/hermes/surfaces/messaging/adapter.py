@@ -129,6 +129,19 @@ class PlatformAdapter(ABC):
         logger.warning("%s: skipped a malformed event (%s): %.200r", self.name, what, detail)
 
 
+def save_voice(folder: Path | None, name: str, data: bytes) -> str:
+    """Keep a downloaded voice message for the gateway to transcribe (0600; the gateway deletes it)."""
+    import tempfile
+
+    from hermes.config.atomic import atomic_write
+
+    where = folder or Path(tempfile.gettempdir())
+    where.mkdir(parents=True, exist_ok=True)
+    target = where / name
+    atomic_write(target, data, mode=0o600)
+    return str(target)
+
+
 async def close_connections(ws: Any, http: Any) -> None:
     """Close a WebSocket (waiting at most 5 s, errors ignored) and an httpx client; either may be None."""
     import asyncio

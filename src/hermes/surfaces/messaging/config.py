@@ -2,7 +2,7 @@
 
 Each table under ``gateway.platforms`` is one connection; its name is the platform name in
 conversation keys and ``type`` (default: the table's name) picks the adapter — ``telegram``,
-``discord``, ``slack``, ``teams``, ``irc`` or ``api_server`` — so two IRC networks can be two tables.
+``discord``, ``slack``, ``teams``, ``feishu``, ``irc`` or ``api_server`` — so two IRC networks can be two tables.
 Secrets are never in config.yaml: each table names the environment variable (``.env`` works) that holds its token. See
 docs/messaging.md for every key.
 """
@@ -20,16 +20,21 @@ if TYPE_CHECKING:
     from hermes.config.settings import Settings
     from hermes.surfaces.messaging.adapter import PlatformAdapter
 
-TYPES = ("telegram", "discord", "slack", "teams", "irc", "api_server")
+TYPES = ("telegram", "discord", "slack", "teams", "feishu", "irc", "api_server")
 #: the environment variable each type reads its secret from, unless the table names another
 SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "discord": ("token_env", "DISCORD_BOT_TOKEN"),
               "slack": ("token_env", "SLACK_BOT_TOKEN"), "teams": ("password_env", "TEAMS_APP_PASSWORD"),
-              "irc": ("password_env", "IRC_PASSWORD"),
+              "feishu": ("secret_env", "FEISHU_APP_SECRET"), "irc": ("password_env", "IRC_PASSWORD"),
               "api_server": ("keys_env", "HERMES_API_KEYS")}
 #: types that cannot run without their secret
-NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams"})
+NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams", "feishu"})
 #: Slack's Socket Mode also needs the app-level token
 APP_TOKEN_ENV = ("app_token_env", "SLACK_APP_TOKEN")
+#: ... and its HTTP mode the Signing Secret
+SLACK_SIGNING_ENV = ("signing_secret_env", "SLACK_SIGNING_SECRET")
+#: Feishu's webhook mode checks events with these (table key naming the variable, its default)
+FEISHU_WEBHOOK_ENV = {"verification_token": ("verification_token_env", "FEISHU_VERIFICATION_TOKEN"),
+                      "encrypt_key": ("encrypt_key_env", "FEISHU_ENCRYPT_KEY")}
 
 
 @dataclass
@@ -45,10 +50,12 @@ class PlatformConfig:
     #: a second secret some types need (Slack's app-level token) and where it comes from
     app_secret: str = ""
     app_secret_env: str = ""
+    #: further secrets by role (Feishu's verification_token / encrypt_key), read from the environment
+    more_secrets: dict[str, str] = field(default_factory=dict)
 
     @property
     def secrets(self) -> list[str]:
-        return [s for s in (self.secret, self.app_secret) if s]
+        return [s for s in (self.secret, self.app_secret, *self.more_secrets.values()) if s]
 
     @property
     def problem(self) -> str:
@@ -66,6 +73,25 @@ class PlatformConfig:
                 return f"gateway.platforms.{self.name}.app_id is not set (the bot's Microsoft App ID)"
             if importlib.util.find_spec("jwt") is None:
                 return "needs PyJWT (pip install 'hermes[messaging]')"
+        if self.type == "feishu":
+            return self._feishu_problem()
+        return ""
+
+    def _feishu_problem(self) -> str:
+        import importlib.util
+
+        where = f"gateway.platforms.{self.name}"
+        if not self.table.get("app_id"):
+            return f"{where}.app_id is not set (the app's App ID, cli_…)"
+        mode = str(self.table.get("mode") or "long_connection")
+        if mode not in ("long_connection", "webhook"):
+            return f"{where}.mode is {mode!r}; it is long_connection or webhook"
+        if mode == "webhook":
+            if not self.more_secrets.get("verification_token"):
+                return f"{self.table.get('verification_token_env') or 'FEISHU_VERIFICATION_TOKEN'} is not set " \
+                       "(webhook mode checks every event's Verification Token)"
+            if self.more_secrets.get("encrypt_key") and importlib.util.find_spec("cryptography") is None:
+                return "an Encrypt Key needs cryptography (pip install 'hermes[messaging]')"
         return ""
 
 
@@ -78,6 +104,7 @@ class GatewayOptions:
     pairing_ttl_seconds: float = 3600.0
     idle_evict_seconds: float = 1800.0
     stream_edits: bool = True
+    voice_replies: bool = True
 
 
 def _names(value: Any, where: str) -> frozenset[str]:
@@ -100,7 +127,7 @@ def options(settings: Settings) -> GatewayOptions:
         busy_mode=read("busy_mode"), max_concurrent_turns=read("max_concurrent_turns"),
         loop_max_events=read("loop_max_events"), loop_cooldown_seconds=read("loop_cooldown_seconds"),
         pairing_ttl_seconds=read("pairing_ttl_seconds"), idle_evict_seconds=read("idle_evict_seconds"),
-        stream_edits=read("stream_edits"),
+        stream_edits=read("stream_edits"), voice_replies=read("voice_replies"),
     )
 
 
@@ -129,8 +156,13 @@ def platforms(settings: Settings) -> list[PlatformConfig]:
             mention_chats={str(k): bool(v) for k, v in mention_chats.items()},
         )
         toolsets = table.get("toolsets")
-        app_env = str(table.get(APP_TOKEN_ENV[0]) or APP_TOKEN_ENV[1]) if kind == "slack" else ""
-        out.append(PlatformConfig(
+        app_env = ""
+        if kind == "slack":  # Socket Mode needs the app-level token; HTTP mode the Signing Secret instead
+            key, default = SLACK_SIGNING_ENV if table.get("mode") == "http" else APP_TOKEN_ENV
+            app_env = str(table.get(key) or default)
+        more = {role: settings.env.get(str(table.get(key) or default)) or ""
+                for role, (key, default) in FEISHU_WEBHOOK_ENV.items()} if kind == "feishu" else {}
+        out.append(PlatformConfig(more_secrets=more,
             app_secret_env=app_env, app_secret=(settings.env.get(app_env) or "") if app_env else "",
             name=str(name), type=kind, table=table, secret_env=env_name, secret=settings.env.get(env_name) or "",
             enabled=bool(table.get("enabled", True)), access=access,
@@ -152,13 +184,18 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
         from hermes.surfaces.messaging.platforms.discord import API as DISCORD_API
         from hermes.surfaces.messaging.platforms.discord import DiscordAdapter
 
-        return DiscordAdapter(cfg.secret, base_url=str(table.get("base_url") or DISCORD_API), name=cfg.name)
+        return DiscordAdapter(cfg.secret, base_url=str(table.get("base_url") or DISCORD_API), name=cfg.name,
+                              voice_dir=cache / "voice" if cache else None)
     if cfg.type == "slack":
         from hermes.surfaces.messaging.platforms.slack import API as SLACK_API
         from hermes.surfaces.messaging.platforms.slack import SlackAdapter
 
-        return SlackAdapter(cfg.secret, cfg.app_secret, base_url=str(table.get("base_url") or SLACK_API),
-                            name=cfg.name)
+        http_mode = table.get("mode") == "http"
+        return SlackAdapter(cfg.secret, "" if http_mode else cfg.app_secret, name=cfg.name,
+                            base_url=str(table.get("base_url") or SLACK_API), mode="http" if http_mode else "socket",
+                            signing_secret=cfg.app_secret if http_mode else "",
+                            host=str(table.get("host") or "127.0.0.1"), port=int(table.get("port", 3000)),
+                            path=str(table.get("path") or "/slack/events"))
     if cfg.type == "teams":
         from hermes.surfaces.messaging.platforms import teams
 
@@ -166,6 +203,17 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
                                   port=int(table.get("port", 3978)), name=cfg.name,
                                   openid_url=str(table.get("openid_url") or teams.OPENID_URL),
                                   token_url=str(table.get("token_url") or teams.TOKEN_URL))
+    if cfg.type == "feishu":
+        from hermes.surfaces.messaging.platforms.feishu import FeishuAdapter
+        from hermes.vendors.feishu import FEISHU
+
+        return FeishuAdapter(str(table["app_id"]), cfg.secret, base_url=str(table.get("base_url") or FEISHU),
+                             mode=str(table.get("mode") or "long_connection"), name=cfg.name,
+                             verification_token=cfg.more_secrets.get("verification_token", ""),
+                             encrypt_key=cfg.more_secrets.get("encrypt_key", ""),
+                             host=str(table.get("host") or "127.0.0.1"), port=int(table.get("port", 8643)),
+                             path=str(table.get("path") or "/feishu/events"),
+                             voice_dir=cache / "voice" if cache else None)
     if cfg.type == "irc":
         from hermes.surfaces.messaging.platforms.irc import IrcAdapter
 

@@ -89,6 +89,8 @@ class ChatConversation:
         self._open_card: str | None = None
         self._card_lock = threading.Lock()
         self.stream: StreamedReply | None = None
+        #: speaks the next answer (set when the chat asked by voice; used once)
+        self.speak_next: Callable[[str], Path] | None = None
         if stream_edits and self.adapter.supports_edit:
             self.stream = StreamedReply(self._send_one, self._edit_one, self.adapter.max_text, self.adapter.measure)
 
@@ -115,6 +117,29 @@ class ChatConversation:
             self.send_text(text)
         for path in files:
             self._send_file(path)
+        speak, self.speak_next = self.speak_next, None
+        if speak is not None and text and not files and self.adapter.supports_files:
+            self._send_spoken(speak, text)
+
+    def _send_spoken(self, speak: Callable[[str], Path], text: str) -> None:
+        """The answer as speech, for a chat that asked by voice (after the text; a failure is only logged)."""
+        import contextlib
+        import os
+
+        from hermes.errors import HermesError
+
+        try:
+            path = speak(text)
+        except HermesError as exc:
+            logger.warning("the spoken reply could not be made: %s", exc)
+            return
+        try:
+            self.out.call(lambda: self.adapter.send_file(self.chat, path, path.name, self.thread), "send a voice reply")
+        except HermesError as exc:
+            logger.warning("the spoken reply could not be sent: %s", exc)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
     def _send_file(self, raw: Path) -> None:
         from hermes.errors import HermesError

@@ -91,8 +91,11 @@ class Gateway:
         clarify_timeout: float | None = None,
         idle_evict_seconds: float = 0.0,
         stream_edits: bool = True,
+        voice_replies: bool = False,
     ) -> None:
         self.stream_edits = stream_edits
+        #: answer a voice message with speech too (an audio file after the text)
+        self.voice_replies = voice_replies
         self.host = host
         self.idle_evict_seconds = idle_evict_seconds
         self.adapters = {a.name: a for a in adapters}
@@ -275,10 +278,20 @@ class Gateway:
                 await adapter.send_text(msg.chat, "Nothing is running.", msg.thread)
             return
         conversation = self._conversation(adapter, msg)
+        if msg.voice and self.voice_replies:
+            live = self.host.get(msg.key)
+            if live is None or not live.running:  # the answer to come is this message's
+                conversation.speak_next = self._speak
         outcome = self.host.submit(msg.key, text, conversation, toolsets=self.toolsets.get(msg.platform),
                                    title=f"{msg.platform} {msg.user_name or msg.chat}")
         if outcome == "started":
             asyncio.get_running_loop().run_in_executor(None, conversation.started)
+
+    def _speak(self, text: str) -> Path:
+        """``text`` as speech through the ``tts.provider`` route (a file the conversation sends and deletes)."""
+        from hermes.tools.audio.tts import speak_file
+
+        return speak_file(text, self.host.settings)
 
     def _transcribe(self, path: str) -> str | None:
         """The words of a voice message through the speech-to-text route (``stt.provider``); None when

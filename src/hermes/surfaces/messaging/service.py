@@ -71,7 +71,22 @@ def build_gateway(settings: Settings, chosen: list[str] | None = None,
                         loop_max_events=opts.loop_max_events, loop_cooldown_seconds=opts.loop_cooldown_seconds,
                         pairing_ttl_seconds=opts.pairing_ttl_seconds, show_owner=show_owner)
     toolsets = {c.name: t for c in ready if (t := gwconfig.default_toolsets(c, registered)) is not None}
-    gateway = Gateway(host, [gwconfig.build_adapter(c, settings.paths.cache) for c in ready], access, toolsets=toolsets,
+    adapters = [gwconfig.build_adapter(c, settings.paths.cache) for c in ready]
+    for cfg, adapter in zip(ready, adapters, strict=True):
+        if cfg.type == "feishu":
+            _answer_comments(settings, cfg, adapter)
+    gateway = Gateway(host, adapters, access, toolsets=toolsets,
                       secrets=[s for c in ready for s in c.secrets], status_path=status_path(settings),
-                      idle_evict_seconds=opts.idle_evict_seconds, stream_edits=opts.stream_edits)
+                      idle_evict_seconds=opts.idle_evict_seconds, stream_edits=opts.stream_edits,
+                      voice_replies=opts.voice_replies)
     return gateway, skipped
+
+
+def _answer_comments(settings: Settings, cfg: PlatformConfig, adapter: Any) -> None:
+    """Give a Feishu adapter its document-comment handler (``comments: false`` in its table: none)."""
+    if cfg.table.get("comments") is False:
+        return
+    from hermes.surfaces.messaging.feishu_comment import CommentHandler
+
+    adapter.on_comment = CommentHandler(settings, adapter.app_id, cfg.secret, adapter.base_url, cfg.access,
+                                        lambda: adapter.bot_open_id)

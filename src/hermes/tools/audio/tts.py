@@ -17,7 +17,8 @@ from __future__ import annotations
 import io
 import re
 import wave
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolError
 from hermes.media.speech import convert, espeak
@@ -27,6 +28,9 @@ from hermes.tools.routed.media import MP3, OGG, WAV, MediaType, save_media, snif
 from hermes.vendors.base import Auth, VendorError
 from hermes.vendors.elevenlabs import DEFAULT_MODEL_ID, DEFAULT_VOICE_ID, ElevenLabsClient, elevenlabs_auth
 from hermes.vendors.openai_audio import OpenAIAudioClient
+
+if TYPE_CHECKING:
+    from hermes.config.settings import Settings
 
 MANAGED_MODEL = "gpt-4o-mini-tts"
 DEFAULT_OPENAI_VOICE = "alloy"
@@ -169,3 +173,13 @@ async def _finish(ctx: RoutedContext, audio: bytes, native: str, target: str | N
     elif messaging and kind.name == "ogg":
         result["note"] = "saved as an Ogg/Opus voice note for this chat"
     return result
+
+
+def speak_file(text: str, settings: Settings) -> Path:
+    """Synchronous speech for surfaces (a spoken reply in a chat): the audio file of ``text`` through the
+    configured ``tts.provider``, in the messaging format (an Ogg/Opus voice note where it can be made)."""
+    from hermes.tools.asyncbridge import run_sync
+    from hermes.tools.toolsets import Surface
+
+    result = run_sync(speak({"text": text[:MAX_TEXT]}, RoutedContext(settings, Surface.MESSAGING)))
+    return Path(str(result["path"]))

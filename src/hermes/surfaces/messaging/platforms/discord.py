@@ -24,7 +24,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, close_connections
+from hermes.surfaces.messaging.adapter import (
+    Deliver,
+    Inbound,
+    PlatformAdapter,
+    PlatformError,
+    close_connections,
+    save_voice,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -37,14 +44,22 @@ INTENTS = (1 << 0) | (1 << 9) | (1 << 12) | (1 << 15)
 BUTTONS_PER_ROW = 5
 
 
+#: where Discord serves attachments (voice messages are downloaded only from there)
+CDN_HOSTS = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
+MAX_VOICE_BYTES = 25 * 1024 * 1024
+
+
 class DiscordAdapter(PlatformAdapter):
     name = "discord"
     max_text = 2000
     supports_buttons = True
 
-    def __init__(self, token: str, *, base_url: str = API, name: str = "discord") -> None:
+    def __init__(self, token: str, *, base_url: str = API, name: str = "discord",
+                 voice_dir: Path | None = None) -> None:
         super().__init__()
         self.name = name
+        #: where voice messages are downloaded to (0600 files, deleted once transcribed)
+        self.voice_dir = voice_dir
         self._token = token
         self.base_url = base_url.rstrip("/")
         self.bot_id = ""
@@ -154,10 +169,13 @@ class DiscordAdapter(PlatformAdapter):
             replied = str(((data.get("referenced_message") or {}).get("author") or {}).get("id", "")) == self.bot_id
             direct = not data.get("guild_id")
             text = re.sub(rf"<@!?{re.escape(self.bot_id)}>", "", text).strip()
+            audio = next((a for a in data.get("attachments") or []
+                          if str(a.get("content_type") or "").startswith("audio/")), None)
+            voice = await self._download(audio, str(data["id"])) if audio is not None else ""
             return Inbound(platform=self.name, chat=str(data["channel_id"]), user=str(author["id"]),
                            user_name=str(author.get("username") or ""), text=text, direct=direct,
                            mentioned=direct or replied or self.bot_id in mentions, from_bot=bool(author.get("bot")),
-                           message_id=str(data["id"]))
+                           message_id=str(data["id"]), voice=voice)
         if kind == "INTERACTION_CREATE" and data.get("type") == 3:
             await self._rest("POST", f"/interactions/{data['id']}/{data['token']}/callback", json={"type": 6})
             user = (data.get("member") or {}).get("user") or data.get("user") or {}
@@ -170,6 +188,28 @@ class DiscordAdapter(PlatformAdapter):
                            direct=not data.get("guild_id"), mentioned=True, button=True,
                            card=str(data["message"]["id"]))
         return None
+
+    async def _download(self, attachment: dict[str, Any], message_id: str) -> str:
+        """A voice message's audio attachment, fetched only from Discord's CDN (or the configured API's host)."""
+        from urllib.parse import urlsplit
+
+        url = str(attachment["url"])
+        host = urlsplit(url).netloc
+        if host not in CDN_HOSTS and host != urlsplit(self.base_url).netloc:
+            raise ValueError(f"an attachment on an unexpected host {host!r}")
+        if int(attachment.get("size") or 0) > MAX_VOICE_BYTES:
+            raise ValueError("a voice message larger than 25 MB")
+        import httpx
+
+        try:  # without the bot's token: the CDN's URLs are signed, and the token goes to the API only
+            async with httpx.AsyncClient(timeout=30.0) as plain:
+                response = await plain.get(url)
+        except httpx.HTTPError as exc:
+            raise ValueError(f"the voice message could not be downloaded: {type(exc).__name__}") from exc
+        if response.status_code >= 400 or len(response.content) > MAX_VOICE_BYTES:
+            raise ValueError(f"the voice message could not be downloaded (HTTP {response.status_code})")
+        suffix = Path(str(attachment.get("filename") or "voice.ogg")).suffix or ".ogg"
+        return save_voice(self.voice_dir, f"{self.name}-{message_id}{suffix}", response.content)
 
     async def send_text(self, chat: str, text: str, thread: str = "") -> str:
         sent = await self._rest("POST", f"/channels/{chat}/messages", json={"content": text})

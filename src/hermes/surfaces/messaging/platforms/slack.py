@@ -10,7 +10,15 @@ supervisor reconnects). The bot's own messages and edits/deletions (subtypes) ar
 
 Sending: ``chat.postMessage`` (``thread_ts`` for threads, Block Kit buttons), ``chat.update``, and
 files by ``files.getUploadURLExternal`` → upload → ``files.completeUploadExternal``. Slack has no
-typing signal for bots. HTTP (Events API request URL) mode is not built.
+typing signal for bots.
+
+HTTP mode (``mode: http``, the Events API's request URL instead of Socket Mode): the adapter serves
+``POST {path}`` itself (put HTTPS in front of it) for events and interactivity alike. Every request
+must carry ``X-Slack-Signature`` = ``v0=`` + hex HMAC-SHA256 of ``v0:{X-Slack-Request-Timestamp}:{body}``
+under the app's Signing Secret, with a timestamp at most five minutes away; anything else gets 401.
+The ``url_verification`` challenge is answered; ``event_callback`` bodies and ``payload=`` forms
+(button presses) go through the same handling as Socket Mode envelopes; an ``event_id`` seen before
+(Slack retries after three seconds) is acknowledged and not answered again.
 """
 
 from __future__ import annotations
@@ -23,13 +31,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, close_connections
+from hermes.surfaces.messaging.platforms.httpserve import AppServer
 
 if TYPE_CHECKING:
     import httpx
+    from starlette.requests import Request as HttpRequest
+    from starlette.responses import Response
 
 logger = logging.getLogger(__name__)
 
 API = "https://slack.com/api"
+#: how far a signed request's timestamp may be from now
+SIGNATURE_WINDOW = 300
 
 
 class SlackAdapter(PlatformAdapter):
@@ -38,10 +51,17 @@ class SlackAdapter(PlatformAdapter):
     supports_buttons = True
     supports_threads = True
 
-    def __init__(self, bot_token: str, app_token: str, *, base_url: str = API, name: str = "slack") -> None:
+    def __init__(self, bot_token: str, app_token: str = "", *, base_url: str = API, name: str = "slack",
+                 mode: str = "socket", signing_secret: str = "", host: str = "127.0.0.1", port: int = 3000,
+                 path: str = "/slack/events") -> None:
         super().__init__()
-        self.name = name
+        self.name, self.mode = name, mode
         self._bot_token, self._app_token = bot_token, app_token
+        self._signing_secret = signing_secret
+        self._serving = AppServer(name, host, port)
+        self.path = path
+        self._deliver: Deliver | None = None
+        self._seen: dict[str, None] = {}
         self.base_url = base_url.rstrip("/")
         self.bot_user = ""
         self._http: httpx.AsyncClient | None = None
@@ -71,6 +91,12 @@ class SlackAdapter(PlatformAdapter):
         self._http = httpx.AsyncClient(timeout=30.0)
         me = await self._api("auth.test")
         self.bot_user = str(me.get("user_id") or "")
+        if self.mode == "http":
+            from starlette.applications import Starlette
+            from starlette.routing import Route
+
+            self._serving.start(Starlette(routes=[Route(self.path, self._request, methods=["POST"])]))
+            return
         opened = await self._api("apps.connections.open", token=self._app_token)
         try:
             self._ws = await asyncio.wait_for(connect(str(opened["url"]), proxy=None), 20)
@@ -80,8 +106,17 @@ class SlackAdapter(PlatformAdapter):
         if not isinstance(hello, dict) or hello.get("type") != "hello":
             raise PlatformError(f"{self.name}: Socket Mode did not say hello")
 
+    @property
+    def port(self) -> int:
+        return self._serving.port
+
     async def listen(self, deliver: Deliver) -> None:
         from websockets.exceptions import ConnectionClosed
+
+        if self.mode == "http":
+            self._deliver = deliver
+            await self._serving.serve()
+            return
 
         while True:
             try:
@@ -106,6 +141,52 @@ class SlackAdapter(PlatformAdapter):
                 continue
             if msg is not None:
                 await deliver(msg)
+
+    def _signed(self, request: HttpRequest, body: bytes) -> bool:
+        import hashlib
+        import hmac
+        import time
+
+        stamp = request.headers.get("x-slack-request-timestamp", "")
+        if not stamp.isdigit() or abs(time.time() - int(stamp)) > SIGNATURE_WINDOW or not self._signing_secret:
+            return False
+        expected = "v0=" + hmac.new(self._signing_secret.encode(), f"v0:{stamp}:".encode() + body,
+                                    hashlib.sha256).hexdigest()
+        return hmac.compare_digest(expected, request.headers.get("x-slack-signature", ""))
+
+    async def _request(self, request: HttpRequest) -> Response:
+        from urllib.parse import parse_qs
+
+        from starlette.responses import JSONResponse, Response
+
+        body = await request.body()
+        if not self._signed(request, body):
+            logger.warning("%s: refused a request: no valid signature", self.name)
+            return JSONResponse({"error": "invalid signature"}, status_code=401)
+        try:
+            if request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+                envelope: dict[str, Any] = {"type": "interactive",
+                                            "payload": json.loads(parse_qs(body.decode())["payload"][0])}
+            else:
+                data = json.loads(body)
+                if data.get("type") == "url_verification":
+                    return JSONResponse({"challenge": data.get("challenge")})
+                envelope = {"type": "events_api" if data.get("type") == "event_callback" else data.get("type"),
+                            "payload": data}
+            event_id = str(envelope["payload"].get("event_id") or "")
+            if event_id in self._seen:
+                return Response(status_code=200)
+            if event_id:
+                self._seen[event_id] = None
+                while len(self._seen) > 2048:
+                    self._seen.pop(next(iter(self._seen)))
+            msg = self._inbound(envelope)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            self.malformed(f"{type(exc).__name__}: {exc}", body[:200])
+            return JSONResponse({"error": "malformed request"}, status_code=400)
+        if msg is not None and self._deliver is not None:
+            await self._deliver(msg)
+        return Response(status_code=200)
 
     def _inbound(self, envelope: dict[str, Any]) -> Inbound | None:
         kind = envelope.get("type")
@@ -179,6 +260,7 @@ class SlackAdapter(PlatformAdapter):
         return str(slot["file_id"])
 
     async def close(self) -> None:
+        await self._serving.stop()
         ws, self._ws = self._ws, None
         http, self._http = self._http, None
         await close_connections(ws, http)

@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError
+from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, save_voice
 from hermes.surfaces.messaging.split import utf16_length
 
 if TYPE_CHECKING:
@@ -142,21 +142,14 @@ class TelegramAdapter(PlatformAdapter):
 
     async def _download(self, file_id: str, message_id: str) -> str:
         """Fetch a voice message's audio (``getFile``, then the file URL) into :attr:`voice_dir`."""
-        import tempfile
-
-        from hermes.config.atomic import atomic_write
-
         found = await self._call("getFile", file_id=file_id)
         file_path = str(found["file_path"])
         assert self._client is not None
         response = await self._client.get(f"{self.base_url}/file/bot{self._token}/{file_path}")
         if response.status_code >= 400:
             raise PlatformError(f"{self.name}: the voice message could not be downloaded (HTTP {response.status_code})")
-        folder = self.voice_dir or Path(tempfile.gettempdir())
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{self.name}-{message_id}{Path(file_path).suffix or '.ogg'}"
-        atomic_write(target, response.content, mode=0o600)
-        return str(target)
+        return save_voice(self.voice_dir, f"{self.name}-{message_id}{Path(file_path).suffix or '.ogg'}",
+                          response.content)
 
     async def _pressed(self, query: dict[str, Any]) -> Inbound | None:
         await self._call("answerCallbackQuery", callback_query_id=query["id"])
