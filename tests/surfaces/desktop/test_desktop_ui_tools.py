@@ -290,10 +290,10 @@ def test_a_preview_page_cannot_reach_the_app_or_its_api(desktop: Desktop) -> Non
       const out = document.getElementById('out');
       let parentDom = 'blocked';
       try { parentDom = String(window.parent.document.title); } catch (e) { parentDom = 'blocked'; }
-      const ws = new WebSocket('ws://' + %s + '/rpc');
+      const ws = new WebSocket('ws://' + HOST + '/rpc');
       ws.onopen = () => { out.textContent = 'api-open ' + parentDom; };
       ws.onerror = () => { out.textContent = 'api-refused ' + parentDom; };
-    </script>""" % json.dumps(desktop.url.split("//", 1)[1].rstrip("/"))
+    </script>""".replace("HOST", json.dumps(desktop.url.split("//", 1)[1].rstrip("/")))
     desktop.tool("desktop_preview", {"html": probe})
     frame(desktop).locator("#out").filter(has_text="api-").wait_for()
     assert frame(desktop).locator("#out").text_content() == "api-refused blocked"
