@@ -10,6 +10,11 @@ Then load: 50 sessions, 10 clients following each (one creates it, nine resume i
 session sent at once: every client checks it got every delta of every turn of its session, in order,
 nothing twice and nothing of another session.
 
+Last, ``hermes desktop`` to an interactive page: from starting ``hermes desktop --no-open`` to its page
+in headless Chromium having connected, said hello and listed the sessions (``data-ready``). The
+reference, in the same run and the same browser: ``python -m http.server`` started and a one-line page
+loaded from it. Needs Playwright and ``chromium``; ``--no-desktop`` skips it.
+
 Run: ``.venv/bin/python benchmarks/bench_app.py`` (figures in docs/performance.md).
 """
 
@@ -206,6 +211,56 @@ def load(settings: Any) -> tuple[float, int, int]:
     return seconds, sum(n for n, _ in outcome) * LOAD_TURNS * PIECES, sum(p for _, p in outcome)
 
 
+DESKTOP_RUNS = 5
+
+
+def _first_line(command: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[Any, str]:
+    import subprocess
+
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline()
+
+
+def _stop(proc: Any) -> None:
+    proc.terminate()
+    proc.wait(20)
+    proc.stdout.close()
+
+
+def desktop_to_interactive(home: Path) -> tuple[list[float], list[float]]:
+    """Seconds from starting ``hermes desktop --no-open`` to an interactive page, and the reference's."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    env = {**os.environ, "HERMES_HOME": str(home), "PYTHONPATH": str(ROOT / "src"), "PYTHONUNBUFFERED": "1"}
+    static = home / "static"
+    static.mkdir(exist_ok=True)
+    (static / "index.html").write_text("<!doctype html><title>ref</title><p id=ok>ok</p>")
+    desktop, reference = [], []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        page = browser.new_page()
+        for _ in range(DESKTOP_RUNS):
+            start = time.perf_counter()
+            proc, line = _first_line([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], env,
+                                     cwd=str(static))
+            port = line.split(" port ")[1].split()[0]
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_selector("#ok")
+            reference.append(time.perf_counter() - start)
+            _stop(proc)
+            start = time.perf_counter()
+            proc, line = _first_line([sys.executable, "-m", "hermes", "desktop", "--no-open"], env)
+            page.goto(line.split(" on ", 1)[1].strip())
+            page.wait_for_function("document.documentElement.dataset.ready === 'true'")
+            desktop.append(time.perf_counter() - start)
+            _stop(proc)
+        browser.close()
+    return desktop, reference
+
+
 def main() -> None:
     from hermes.config.settings import Overrides, Settings
 
@@ -218,6 +273,7 @@ def main() -> None:
         reference = direct(settings, model)
         served = over_websocket(settings, model)
         seconds, deliveries, problems = load(settings)
+        started = None if "--no-desktop" in sys.argv else desktop_to_interactive(home)
     ms = 1000.0
     print(f"first token → first delta, {TURNS} turns each")
     for label, values in (("session host listener (reference)", reference), ("app server WebSocket client", served)):
@@ -226,6 +282,12 @@ def main() -> None:
           f"ratio {pct(served, 50) / max(pct(reference, 50), 1e-9):.1f}x")
     print(f"{SESSIONS} sessions x {CLIENTS} clients, {LOAD_TURNS} turns each: {deliveries} deltas delivered "
           f"in {seconds:.2f} s; problems (missing, out of order, doubled, foreign): {problems}")
+    if started is not None:
+        desktop, reference = started
+        print(f"hermes desktop --no-open → interactive page, {DESKTOP_RUNS} runs: median "
+              f"{statistics.median(desktop):.2f} s (min {min(desktop):.2f}); reference (python -m http.server + a "
+              f"static page): median {statistics.median(reference):.2f} s; ratio "
+              f"{statistics.median(desktop) / statistics.median(reference):.1f}x")
 
 
 if __name__ == "__main__":

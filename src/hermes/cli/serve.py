@@ -90,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
     host = server.host
     shown = f"[{host}]" if ":" in host else host
     print(f"hermes app server on ws://{shown}:{server.port}{RPC_PATH}", flush=True)
-    print(f"the desktop app's page: http://{shown}:{server.port}/", flush=True)
     if stdin_token is not None:
         print("clients must send the bearer token given on standard input; stops when it closes", flush=True)
         _stop_when_stdin_closes(server)
@@ -98,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"clients must send the bearer token stored in {token_path(home)}", flush=True)
     else:
         print("loopback only: no token needed (Ctrl-C stops)", flush=True)
+    print(f"the desktop app's page: http://{shown}:{server.port}/", flush=True)
     # uvicorn stops gracefully on SIGTERM, then raises it again for the handler it found: make that a clean exit
     signal.signal(signal.SIGTERM, _exit_cleanly)
     server.serve_forever()

@@ -282,3 +282,18 @@ def test_show_tip_points_at_one_element_and_a_new_tip_replaces_the_old(desktop: 
     assert inside["surface"] == "preview" and inside["box"]["y"] > 400  # below the chat, inside the dock
     page.click('[data-tour="tip-close"]')
     assert tips.count() == 0
+
+
+def test_a_preview_page_cannot_reach_the_app_or_its_api(desktop: Desktop) -> None:
+    desktop.new_session()
+    probe = """<title>probe</title><p id="out">waiting</p><script>
+      const out = document.getElementById('out');
+      let parentDom = 'blocked';
+      try { parentDom = String(window.parent.document.title); } catch (e) { parentDom = 'blocked'; }
+      const ws = new WebSocket('ws://' + HOST + '/rpc');
+      ws.onopen = () => { out.textContent = 'api-open ' + parentDom; };
+      ws.onerror = () => { out.textContent = 'api-refused ' + parentDom; };
+    </script>""".replace("HOST", json.dumps(desktop.url.split("//", 1)[1].rstrip("/")))
+    desktop.tool("desktop_preview", {"html": probe})
+    frame(desktop).locator("#out").filter(has_text="api-").wait_for()
+    assert frame(desktop).locator("#out").text_content() == "api-refused blocked"

@@ -136,7 +136,7 @@ class AppApi:
 
         self.settings = settings
         self.host = SessionHost(settings, surface=Surface.DESKTOP, provider=provider,
-                                max_concurrent_turns=max_concurrent_turns)
+                                max_concurrent_turns=max_concurrent_turns, reload_settings=True)
         self._conversations: dict[str, Conversation] = {}
         self._followers: dict[str, list[Client]] = {}
         self._lock = threading.Lock()

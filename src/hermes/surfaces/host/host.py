@@ -44,12 +44,15 @@ class SessionHost:
         busy_mode: BusyMode = "queue",
         max_concurrent_turns: int = 16,
         provider: ChatProvider | None = None,
+        reload_settings: bool = False,
     ) -> None:
         if busy_mode not in BUSY_MODES:
             raise ValueError(f"busy_mode must be one of {', '.join(BUSY_MODES)}, not {busy_mode!r}")
         self.settings = settings
         self.surface = surface
         self.busy_mode = busy_mode
+        #: read config.yaml again for each new session (TS-9: a change applies from the next session)
+        self.reload_settings = reload_settings
         self._provider = provider
         self._own_provider = provider is None
         self._sessions: dict[str, LiveSession] = {}
@@ -220,18 +223,26 @@ class SessionHost:
             if self._own_provider:
                 self._provider = None
 
+    def _settings_now(self) -> Settings:
+        if not self.reload_settings:
+            return self.settings
+        from hermes.config.settings import Settings
+
+        return Settings.load(self.settings.paths, self.settings.overrides)
+
     def _open(self, live: LiveSession) -> Agent:
         from hermes.agent.session import SessionRequest, new_agent, open_agent
 
         sink = SessionSink(live)
+        settings = self._settings_now()
         stored = self.conversations.session_for(live.key)
         if stored is not None:
             try:
-                return open_agent(self.settings, SessionRequest(live.surface or self.surface, resume=stored), sink,
+                return open_agent(settings, SessionRequest(live.surface or self.surface, resume=stored), sink,
                                   provider=self.provider(), store=self.store)
             except SessionNotFound:
                 logger.info("conversation %s: its session %s is gone; starting a new one", live.key, stored)
-        agent = new_agent(self.settings, live.surface or self.surface, sink, requested=live.toolsets,
+        agent = new_agent(settings, live.surface or self.surface, sink, requested=live.toolsets,
                           provider=self.provider(), store=self.store, title=live.title, disabled=live.disabled)
         if agent.session_id is not None:
             self.conversations.bind(live.key, agent.session_id)

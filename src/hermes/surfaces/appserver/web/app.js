@@ -263,8 +263,14 @@
   }
 
   async function setPref(name, value) {
-    state.prefs = (await call("ui.prefs.set", { [name]: value })).prefs;
+    usePrefs((await call("ui.prefs.set", { [name]: value })).prefs);
     renderSettings();
+  }
+
+  function usePrefs(prefs) {
+    state.prefs = prefs;
+    if (!prefs.in_app_tips) Tour.clearTip();  // off means off: the tip on screen goes too
+    if (!prefs.in_app_tours) Tour.stop("turned off");
   }
 
   // -- tours and tips ----------------------------------------------------------------------------------
@@ -394,7 +400,7 @@
   };
 
   async function ui(p) {
-    if (p.prefs) state.prefs = p.prefs;
+    if (p.prefs) usePrefs(p.prefs);
     var result;
     try {
       var off = OFF[p.action];
