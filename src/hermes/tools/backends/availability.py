@@ -22,16 +22,16 @@ def backend_check(local_check: Check | None = None) -> Check:
         from hermes.config.settings import Settings
         from hermes.errors import HermesError
         from hermes.routing.readiness import backend_problem
-        from hermes.routing.terminal import chosen_backend
+        from hermes.tools.backends.registry import DEFAULT, chosen_name
+        from hermes.tools.backends.session import config_of
 
+        if chosen_name(config_of(None)) == DEFAULT:  # config.yaml cached by its mtime: the common case is cheap
+            return local_check() if local_check is not None else (True, None)
         try:
             settings = Settings.load()
         except HermesError as exc:
             return False, f"the settings cannot be read: {exc}"
-        config = settings.config.data
-        if chosen_backend(config) == "local":
-            return local_check() if local_check is not None else (True, None)
-        problem = backend_problem(config, settings.env.as_dict(), settings.paths.auth)
+        problem = backend_problem(settings.config.data, settings.env.as_dict(), settings.paths.auth)
         return problem is None, problem
 
     check.__doc__ = "Ready when terminal.backend can run here (see hermes.tools.backends.availability)."
