@@ -310,6 +310,25 @@ def test_a_stale_approval_button_answers_nothing(hermes_home: Path, model_server
         gateway.stop()
 
 
+def test_a_strangers_discord_voice_message_is_never_downloaded(hermes_home: Path, model_server: Any) -> None:
+    from fakes.messaging.discord import DiscordDriver
+
+    discord = DiscordDriver()
+    server = model_server(scripted)
+    gateway = start(hermes_home, server.url, discord)
+    try:
+        for _ in range(3):
+            discord.say_voice("mallory", b"\x00" * 50_000)  # not allowed, never paired
+        discord.say("alice", "after them", direct=True)
+        discord.wait_for(lambda ps: [p for p in ps if p.text == "re: after them"])
+        assert discord.attachment_auth == [], "a stranger's attachment was fetched"
+        voice_dir = hermes_home / "cache" / "voice"
+        assert not voice_dir.exists() or not list(voice_dir.iterdir())
+    finally:
+        gateway.stop()
+        discord.close()
+
+
 def test_a_discord_voice_message_is_transcribed(hermes_home: Path, model_server: Any,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from fakes.messaging.discord import TOKEN, DiscordDriver

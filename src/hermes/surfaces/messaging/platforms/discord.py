@@ -21,6 +21,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -171,11 +172,11 @@ class DiscordAdapter(PlatformAdapter):
             text = re.sub(rf"<@!?{re.escape(self.bot_id)}>", "", text).strip()
             audio = next((a for a in data.get("attachments") or []
                           if str(a.get("content_type") or "").startswith("audio/")), None)
-            voice = await self._download(audio, str(data["id"])) if audio is not None else ""
+            fetch = partial(self._download, audio, str(data["id"])) if audio is not None else None
             return Inbound(platform=self.name, chat=str(data["channel_id"]), user=str(author["id"]),
                            user_name=str(author.get("username") or ""), text=text, direct=direct,
                            mentioned=direct or replied or self.bot_id in mentions, from_bot=bool(author.get("bot")),
-                           message_id=str(data["id"]), voice=voice)
+                           message_id=str(data["id"]), fetch_voice=fetch)  # downloaded after the access gate
         if kind == "INTERACTION_CREATE" and data.get("type") == 3:
             await self._rest("POST", f"/interactions/{data['id']}/{data['token']}/callback", json={"type": 6})
             user = (data.get("member") or {}).get("user") or data.get("user") or {}

@@ -34,6 +34,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -292,9 +293,9 @@ class FeishuAdapter(PlatformAdapter):
         user = str(sender["sender_id"]["open_id"])
         if user == self.bot_open_id:
             return None
-        voice = ""
-        if kind == "audio":
-            voice = await self._download(str(message["message_id"]), str(content["file_key"]))
+        fetch = None
+        if kind == "audio":  # downloaded only once the access gate lets the message in
+            fetch = partial(self._download, str(message["message_id"]), str(content["file_key"]))
             text = ""
         elif kind == "text":
             text = str(content["text"])
@@ -310,7 +311,7 @@ class FeishuAdapter(PlatformAdapter):
         return Inbound(platform=self.name, chat=str(message["chat_id"]), user=user, text=text.strip(),
                        thread=thread, direct=direct, mentioned=mentioned,
                        from_bot=sender.get("sender_type") not in (None, "user"),
-                       message_id=str(message["message_id"]), voice=voice)
+                       message_id=str(message["message_id"]), fetch_voice=fetch)
 
     async def _download(self, message_id: str, file_key: str) -> str:
         """A voice message's audio (the message's resource), saved 0600 under :attr:`voice_dir`."""
