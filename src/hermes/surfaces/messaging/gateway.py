@@ -278,7 +278,7 @@ class Gateway:
                 await adapter.send_text(msg.chat, "Nothing is running.", msg.thread)
             return
         conversation = self._conversation(adapter, msg)
-        if msg.voice and self.voice_replies:
+        if voice and self.voice_replies:  # the message was spoken (downloaded here or by the adapter)
             live = self.host.get(msg.key)
             if live is None or not live.running:  # the answer to come is this message's
                 conversation.speak_next = self._speak
