@@ -52,7 +52,6 @@ from hermes.surfaces.messaging.platforms.httpserve import AppServer
 from hermes.vendors.feishu import FEISHU, FeishuApi, FeishuError, text_content
 
 if TYPE_CHECKING:
-    import httpx
     from starlette.requests import Request as HttpRequest
     from starlette.responses import Response
 
@@ -83,7 +82,6 @@ class FeishuAdapter(PlatformAdapter):
         #: the document-comment handler (set by the gateway's builder); None: comment events are skipped
         self.on_comment: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self._serving = AppServer(name, host, port)
-        self._http: httpx.AsyncClient | None = None
         self._api: FeishuApi | None = None
         self._ws: Any = None
         self._service = 0
@@ -104,10 +102,9 @@ class FeishuAdapter(PlatformAdapter):
         return self._api
 
     async def connect(self) -> None:
-        import httpx
-
-        self._http = httpx.AsyncClient(timeout=30.0)
-        self._api = FeishuApi(self.app_id, self._secret, base_url=self.base_url, http=self._http)
+        # one short-lived HTTP connection per call: a send still in flight when the long connection drops
+        # (and the adapter is closed and reconnected) finishes on its own connection instead of being cut
+        self._api = self._api or FeishuApi(self.app_id, self._secret, base_url=self.base_url)
         try:
             info = await self._api.call("GET", "/open-apis/bot/v3/info")
             self.bot_open_id = str((info.get("bot") or {}).get("open_id") or "")
@@ -153,8 +150,7 @@ class FeishuAdapter(PlatformAdapter):
     async def close(self) -> None:
         await self._serving.stop()
         ws, self._ws = self._ws, None
-        http, self._http = self._http, None
-        await close_connections(ws, http)
+        await close_connections(ws, None)
 
     # -- the long connection ------------------------------------------------------------------------------
 
