@@ -10,6 +10,7 @@ stops it. Docs: docs/desktop.md.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -22,13 +23,20 @@ def run(args: argparse.Namespace) -> int:
     import signal
 
     from hermes.cli.serve import _exit_cleanly, open_server
+    from hermes.surfaces.appserver.auth import token_path
 
-    server, _gate, _home, _token = open_server("127.0.0.1", args.port)
+    server, gate, home, _token = open_server("127.0.0.1", args.port)
     url = f"http://127.0.0.1:{server.port}/"
     print(f"hermes desktop on {url}", flush=True)
+    # the page presents the token from its address's fragment (never sent to a server, never on a command line)
+    opened = f"{url}#token={gate.token}" if gate.token_required and gate.token else url
     signal.signal(signal.SIGTERM, _exit_cleanly)
     if args.no_open:
-        print("serving only (--no-open); Ctrl-C stops", flush=True)
+        if opened != url:
+            print(f"serving only (--no-open); open {url}#token=<the token in {token_path(home)}>; Ctrl-C stops",
+                  flush=True)
+        else:
+            print("serving only (--no-open); Ctrl-C stops", flush=True)
         server.serve_forever()
         return 0
     if importlib.util.find_spec("webview") is not None:
@@ -36,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
         server.start()
         try:
-            webview.create_window("hermes", url, width=1280, height=860)
+            webview.create_window("hermes", opened, width=1280, height=860)
             webview.start()  # returns when the window closes
         finally:
             server.stop()
@@ -45,13 +53,33 @@ def run(args: argparse.Namespace) -> int:
     import time
     import webbrowser
 
+    launcher = _launcher(home, opened)
+
     def open_when_serving() -> None:
         deadline = time.monotonic() + 30
         while not server.server.started and time.monotonic() < deadline:
             time.sleep(0.02)
-        webbrowser.open(url)
+        webbrowser.open(launcher.as_uri())
+        time.sleep(30)  # the browser has read it by now
+        launcher.unlink(missing_ok=True)
 
     print("pywebview is not installed: opening the page in your browser (Ctrl-C stops)", flush=True)
     threading.Thread(target=open_when_serving, daemon=True).start()
     server.serve_forever()
     return 0
+
+
+def _launcher(home: Path, address: str) -> Path:
+    """A 0600 page that sends the browser on to ``address``: the token travels in a file only this user can
+    read, not on the browser's command line (which every local user can see)."""
+    import json
+    import secrets
+
+    from hermes.config.atomic import atomic_write
+
+    folder = home / "cache" / "desktop"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path = folder / f"open-{secrets.token_hex(8)}.html"
+    atomic_write(path, f"<!doctype html><meta charset=utf-8><title>hermes</title>"
+                       f"<script>location.replace({json.dumps(address)})</script>\n", mode=0o600)
+    return path

@@ -20,8 +20,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                                        "loopback requires the bearer token")
     parser.add_argument("--port", type=int, help="port (default: serve.port, 8765; 0: any free port)")
     parser.add_argument("--require-token", action="store_true", default=None,
-                        help="require the bearer token on loopback too (default: serve.require_token); for a "
-                             "machine other people log in to")
+                        help="require the bearer token on loopback too (the default, serve.require_token: true; "
+                             "a sandboxed command allowed the network and every local user share loopback)")
     parser.add_argument("--token-stdin", action="store_true",
                         help="read the bearer token from the first line of standard input, require it from every "
                              "client (loopback too) and stop when standard input closes (how 'hermes desktop "
@@ -58,7 +58,9 @@ def open_server(host_arg: str | None, port_arg: int | None, *, token_stdin: bool
             from hermes.errors import UsageError
 
             raise UsageError("--token-stdin: the first line of standard input must be the token")
-    require = stdin_token is not None or bool(require_token or settings.get("serve.require_token", False))
+    if require_token is None:
+        require_token = bool(settings.get("serve.require_token", True))
+    require = stdin_token is not None or require_token
     if stdin_token is None and (require or not is_loopback(host)):
         ensure_token(home)
     gate = Gate(host, stdin_token or read_token(home), require_token=require)
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     elif gate.token_required:
         print(f"clients must send the bearer token stored in {token_path(home)}", flush=True)
     else:
-        print("loopback only: no token needed (Ctrl-C stops)", flush=True)
+        print("loopback only and serve.require_token: false: no token needed (Ctrl-C stops)", flush=True)
     print(f"the desktop app's page: http://{shown}:{server.port}/", flush=True)
     # uvicorn stops gracefully on SIGTERM, then raises it again for the handler it found: make that a clean exit
     signal.signal(signal.SIGTERM, _exit_cleanly)

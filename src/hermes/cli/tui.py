@@ -37,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
         with backend:
             HermesTui(backend.url, backend.token, where=backend.where).run()
         return 0
+    import secrets
+
     from hermes.cli.common import export_dotenv
     from hermes.surfaces.appserver.auth import Gate
     from hermes.surfaces.appserver.rpc import AppApi
@@ -44,10 +46,12 @@ def run(args: argparse.Namespace) -> int:
 
     export_dotenv(settings)
     api = AppApi(settings)
-    server = AppServer(api, Gate("127.0.0.1", None), "127.0.0.1", 0)
+    # a token of this process's own, even on loopback: a sandboxed command allowed the network shares it
+    token = secrets.token_urlsafe(32)
+    server = AppServer(api, Gate("127.0.0.1", token, require_token=True), "127.0.0.1", 0)
     server.start()
     try:
-        HermesTui(f"ws://127.0.0.1:{server.port}{RPC_PATH}", None, where="this machine").run()
+        HermesTui(f"ws://127.0.0.1:{server.port}{RPC_PATH}", token, where="this machine").run()
     finally:
         server.stop()
     return 0

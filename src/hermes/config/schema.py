@@ -407,7 +407,7 @@ SCHEMA = Schema(
             ("max_concurrent_turns", "integer", {"default": 16, "minimum": 1, "maximum": 1024}),
             # a remote backend over SSH (--ssh HOST): more ssh arguments, how hermes is run there
             ("ssh_options", "list"), ("remote_command", "text", {"default": "hermes"}),
-            ("require_token", "flag", {"default": False}),
+            ("require_token", "flag", {"default": True}),
         ),
         # the desktop app's appearance (docs/desktop.md): tips and tours off also drop show_tip / gui_tour
         _section(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,10 @@ def test_a_secret_goes_to_dotenv_write_only(serve: Serve, model_server: Any, her
     env = hermes_home / ".env"
     assert "FAL_KEY=fal-secret-0123456789" in env.read_text() and env.stat().st_mode & 0o777 == 0o600
     assert "FAL_KEY" in rpc.call("settings.get", {"keys": ["model.name"]})["env"]
+    for name in ("LD_PRELOAD", "PATH", "PYTHONPATH", "HTTPS_PROXY", "HERMES_HOME"):  # how programs start: never
+        refused = rpc.request("settings.set_env", {"name": name, "value": "/tmp/evil"})
+        assert "shapes how programs start" in refused["error"]["message"], refused
+        assert os.environ.get(name) != "/tmp/evil"
     bad = rpc.request("settings.set_env", {"name": "NOT A NAME", "value": "x"})
     assert "not a valid environment variable name" in bad["error"]["message"]
     assert rpc.call("settings.unset_env", {"name": "FAL_KEY"})["removed"] is True

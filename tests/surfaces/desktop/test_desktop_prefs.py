@@ -96,6 +96,8 @@ def test_hermes_desktop_no_open_serves_the_app_that_answers(desktop: Desktop, tm
         first = proc.stdout.readline()
         assert first.startswith("hermes desktop on http://127.0.0.1:"), first
         url = first.split(" on ", 1)[1].strip()
+        assert "serve_token" in proc.stdout.readline()  # the page needs the token, which is never printed
+        url += "#token=" + (desktop.home / "serve_token").read_text().strip()
         page = desktop.browser.new_page()
         try:
             page.goto(url)

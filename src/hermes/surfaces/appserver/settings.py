@@ -12,6 +12,7 @@ keeps the answer for :data:`MODELS_TTL` seconds; ``refresh: true`` asks again.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
     from hermes.surfaces.appserver.rpc import AppApi, Client
 
 MODELS_TTL = 300.0
+#: variables that change how programs start or find code: never written from a client (a sandboxed command
+#: allowed the network could otherwise reach a keyless server and plant one)
+_RUNS_PROGRAMS = re.compile(r"^(?:PATH|HOME|SHELL|IFS|ENV|BASH_ENV|PROMPT_COMMAND|HERMES_HOME|TMPDIR|LD_\w*|DYLD_\w*|"
+                            r"PYTHON\w*|PERL5?LIB|PERL5OPT|RUBYLIB|RUBYOPT|NODE_OPTIONS|NODE_PATH|GIT_\w*|SSL_CERT_\w*|"
+                            r"REQUESTS_CA_BUNDLE|CURL_CA_BUNDLE|\w*_PROXY|\w*_proxy)$")
 NEXT_SESSION = "applies from the next session; running sessions keep what they started with"
 
 
@@ -139,6 +145,9 @@ class SettingsMethods:
         name = params.get("name")
         if not isinstance(name, str) or not name.strip():
             raise RpcError(INVALID_PARAMS, "'name' must be an environment variable name such as OPENROUTER_API_KEY")
+        if _RUNS_PROGRAMS.match(name.strip()):
+            raise RpcError(INVALID_PARAMS, f"{name.strip()} shapes how programs start (loader, search paths, shell, "
+                                           "interpreter options); it is not set from the app — edit .env yourself")
         return name.strip()
 
     def _write_env(self, name: str, value: str | None) -> None:
