@@ -253,7 +253,8 @@ def desktop_to_interactive(home: Path) -> tuple[list[float], list[float]]:
             _stop(proc)
             start = time.perf_counter()
             proc, line = _first_line([sys.executable, "-m", "hermes", "desktop", "--no-open"], env)
-            page.goto(line.split(" on ", 1)[1].strip())
+            token = (Path(env["HERMES_HOME"]) / "serve_token").read_text().strip()  # the page wants it
+            page.goto(line.split(" on ", 1)[1].strip() + "#token=" + token)
             page.wait_for_function("document.documentElement.dataset.ready === 'true'")
             desktop.append(time.perf_counter() - start)
             _stop(proc)
