@@ -3,10 +3,12 @@
 A sandboxed command runs under ``bwrap`` in new user, mount, PID, IPC, UTS and network namespaces with
 every capability dropped, so the rules hold for root too:
 
-* the whole file system is mounted **read-only**; writable are only the workspace (the command's
-  working directory and the session's working directory, unless one of them is ``/``, the home folder
-  itself, a system folder or HERMES_HOME), the paths listed in ``sandbox.writable_paths`` and the
-  session's temp folder, which the command sees as ``/tmp`` (``TMPDIR=/tmp``);
+* the whole file system is mounted **read-only**; writable are only the workspace (the session's
+  working directory), the paths listed in ``sandbox.writable_paths`` (an open desktop project adds its
+  folders there) and the session's temp folder, which the command sees as ``/tmp`` (``TMPDIR=/tmp``) —
+  never ``/``, the home folder itself, a system folder, a credential store, a start-up folder or
+  HERMES_HOME (:func:`writable_refusal`, checked again for every command), nor a pinned folder that is no
+  longer the one approved (:func:`changed_folder`);
 * **hidden** (an empty folder without write permission, or ``/dev/null`` for a file): HERMES_HOME except its
   ``skills`` and ``plugins`` folders, the home folder's credential stores (``~/.ssh``, ``~/.aws``,
   ``~/.gnupg``, ``.netrc``, … :func:`hermes.tools.sensitive.hidden_from_commands`), ``/etc/shadow``, the

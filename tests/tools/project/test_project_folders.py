@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import hermes.tools.file.write
 import hermes.tools.project.tool
 import hermes.tools.terminal.tool
 from fakes.tool_session import ScriptedSink
@@ -27,7 +28,7 @@ from hermes.tools.session import SessionContext, ToolSession
 from hermes.tools.terminal.processes import manager
 from hermes.tools.toolsets import Surface
 
-assert hermes.tools.project.tool and hermes.tools.terminal.tool  # registered by importing them
+assert hermes.tools.file.write and hermes.tools.project.tool and hermes.tools.terminal.tool  # registered so
 
 pytestmark = pytest.mark.skipif(not sandbox.support().available,
                                 reason=f"no sandbox here: {sandbox.support().missing}")
@@ -69,7 +70,7 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
 
 def _session(place: Place, sink: ScriptedSink, task: str = TASK) -> ToolSession:
     settings = Settings.load(HermesPaths(place.hermes_home))
-    return ToolSession(registry, ["desktop_project", "terminal"],
+    return ToolSession(registry, ["desktop_project", "terminal", "write_file"],
                        SessionContext(surface=Surface.CLI, task_id=task, settings=settings, sink=sink))
 
 
@@ -100,7 +101,7 @@ def test_a_folder_swapped_for_a_symlink_after_approval_is_never_writable(place: 
 
 
 def test_a_folder_moved_away_and_made_again_is_not_the_approved_one(place: Place) -> None:
-    session = _session(place, ScriptedSink("once"))
+    session = _session(place, ScriptedSink("once", "once"))  # (the second would let a write leave the sandbox's)
     extra = place.home / "extra"
     extra.mkdir()
     _call(session, "desktop_project", {"action": "create", "name": "p", "folders": [str(place.proj), str(extra)]})
@@ -111,6 +112,11 @@ def test_a_folder_moved_away_and_made_again_is_not_the_approved_one(place: Place
     r = _call(session, "terminal", {"command": f"echo again > {extra}/g"})
     assert not (extra / "g").exists(), r  # (what the command wrote stayed in its private /tmp)
     assert f"{extra} stays read-only in the sandbox: it was replaced by another folder" in r["sandbox_note"], r
+    # nor do the file tools write there: it is no longer one of the project's allowed roots
+    written = _call(session, "write_file", {"path": str(extra / "h"), "content": "x"})
+    assert "outside the allowed roots" in written["error"], written
+    assert not (extra / "h").exists()
+    assert "error" not in _call(session, "write_file", {"path": str(place.proj / "h"), "content": "x"})
     assert "replaced by another folder" in _call(session, "desktop_project", {"action": "open", "name": "p"})["error"]
 
 
