@@ -149,12 +149,16 @@ def test_hermes_secrets_and_keys_are_not_readable(ws: Path, tmp_path: Path, monk
     (home / ".netrc").write_text(f"machine x password {SECRET}", encoding="utf-8")
     (home / "notes.txt").write_text("plain\n", encoding="utf-8")
     monkeypatch.setenv("HOME", str(home))
-    # the home folder is made visible (and writable) here, so what hides its keys is the sandbox's rule
+    # the home folder is never made writable, not even when sandbox.writable_paths names it
     _config(ws, f"sandbox:\n  writable_paths: [{home}]\n")
-    assert term({"command": "cat ~/notes.txt", "workdir": str(ws)})["output"] == "plain\n"
+    refused = term({"command": "touch ~/new.txt", "workdir": str(ws)})
+    assert refused["exit_code"] != 0 and not (home / "new.txt").exists()
+    assert f"{home.resolve()} stays read-only in the sandbox: it is the home folder" in refused["sandbox_note"]
+    # it is made visible (read-only) as the workdir here, so what hides its keys is the sandbox's rule
+    assert term({"command": "cat ~/notes.txt", "workdir": str(home)})["output"] == "plain\n"
     hermes_home = ws / ".hermes"
     r = term({"command": f"cat {hermes_home}/.env {hermes_home}/auth.json ~/.ssh/id_ed25519 ~/.netrc; "
-                         "cat /etc/shadow", "workdir": str(ws)})
+                         "cat /etc/shadow", "workdir": str(home)})
     assert "sk-sandboxtest" not in r["output"] and "REDACTED" not in r["output"], r
     assert "BEGIN OPENSSH" not in r["output"] and "root:" not in r["output"]
     # hidden folders are empty ("No such file"); a hidden file is /dev/null, unopenable ("Permission denied")

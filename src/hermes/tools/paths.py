@@ -169,7 +169,14 @@ def allowed_roots(kw: dict[str, Any]) -> list[Path]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise ConfigError("file.allowed_roots must be a list of folder paths (e.g. ['.', '~/projects'])")
-    return [_real(os.path.join(os.getcwd(), os.path.expanduser(str(v)))) for v in value]
+    given = [os.path.join(os.getcwd(), os.path.expanduser(str(v))) for v in value]
+    pins = file_setting(kw, "sandbox.folder_identities")
+    if isinstance(pins, dict) and pins:  # an open desktop project: a folder swapped since approval is no root
+        from hermes.tools.sandbox import changed_folder
+
+        exact = {os.path.abspath(k): (v[0], v[1]) for k, v in pins.items() if isinstance(v, list) and len(v) == 2}
+        given = [g for g in given if changed_folder(g, exact) is None]
+    return [_real(g) for g in given]
 
 
 # -- checks ---------------------------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 A sandboxed command runs under ``bwrap`` in new user, mount, PID, IPC, UTS and network namespaces with
 every capability dropped, so the rules hold for root too:
 
-* the whole file system is mounted **read-only**; writable are only the workspace (the command's
-  working directory and the session's working directory, unless one of them is ``/``, the home folder
-  itself, a system folder or HERMES_HOME), the paths listed in ``sandbox.writable_paths`` and the
-  session's temp folder, which the command sees as ``/tmp`` (``TMPDIR=/tmp``);
+* the whole file system is mounted **read-only**; writable are only the workspace (the session's
+  working directory), the paths listed in ``sandbox.writable_paths`` (an open desktop project adds its
+  folders there) and the session's temp folder, which the command sees as ``/tmp`` (``TMPDIR=/tmp``) —
+  never ``/``, the home folder itself, a system folder, a credential store, a start-up folder or
+  HERMES_HOME (:func:`writable_refusal`, checked again for every command), nor a pinned folder that is no
+  longer the one approved (:func:`changed_folder`);
 * **hidden** (an empty folder without write permission, or ``/dev/null`` for a file): HERMES_HOME except its
   ``skills`` and ``plugins`` folders, the home folder's credential stores (``~/.ssh``, ``~/.aws``,
   ``~/.gnupg``, ``.netrc``, … :func:`hermes.tools.sensitive.hidden_from_commands`), ``/etc/shadow``, the
@@ -85,6 +87,9 @@ class Policy:
     mode: str = DEFAULT_MODE
     writable_paths: tuple[str, ...] = ()
     network: bool = False
+    #: folders approved with their (device, inode) (``sandbox.folder_identities``, set by an open desktop
+    #: project): one that resolves elsewhere or is another folder now is never made writable
+    pinned: Mapping[str, tuple[int, int]] = field(default_factory=dict, hash=False)
 
     @property
     def enabled(self) -> bool:
@@ -123,7 +128,16 @@ def load_policy(config: Any = None) -> Policy:
     network = config.get("sandbox.network", False)
     if not isinstance(network, bool):
         raise ConfigError(f"sandbox.network must be true or false (got {network!r})")
-    return Policy(mode=mode, writable_paths=tuple(raw_paths), network=network)
+    raw_pins = config.get("sandbox.folder_identities", {}) or {}
+    pinned: dict[str, tuple[int, int]] = {}
+    if isinstance(raw_pins, dict):
+        for folder, pin in raw_pins.items():
+            if isinstance(folder, str) and isinstance(pin, list | tuple) and len(pin) == 2 \
+                    and all(isinstance(n, int) for n in pin):
+                pinned[os.path.abspath(folder)] = (pin[0], pin[1])
+    if not isinstance(raw_pins, dict) or len(pinned) != len(raw_pins):
+        raise ConfigError("sandbox.folder_identities must map folder paths to [device, inode]")
+    return Policy(mode=mode, writable_paths=tuple(raw_paths), network=network, pinned=pinned)
 
 
 _support_lock = threading.Lock()
@@ -177,19 +191,61 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _too_broad(path: str, hermes_home: str) -> bool:
-    """A folder that must never become writable as a whole even when it is the working directory."""
+def writable_refusal(path: str, hermes_home: str | None = None, *, workspace: bool = True) -> str | None:
+    """Why the resolved folder ``path`` must never become writable as a whole (None: it may). The same
+    rules hold for the session's workspace, every ``sandbox.writable_paths`` entry and every folder of a
+    desktop project: not ``/``, the home folder or a folder holding it, HERMES_HOME (but a kanban task's
+    scratch workspace), a system folder, a credential store or secret folder (``~/.ssh``, ``~/.gnupg``,
+    ``~/.aws``, browser profiles, :func:`hermes.tools.sensitive.hidden_from_commands`) or a start-up
+    folder. A ``workspace`` (not named by the person in ``sandbox.writable_paths``) is also never inside a
+    dot-folder of the home folder (``~/.config``, ``~/.local``)."""
     from hermes.tools.paths import credential_store, system_location
+    from hermes.tools.sensitive import hidden_from_commands, startup_location
 
+    hermes_home = hermes_home or _real(HermesPaths.current().home)
     home = _real(Path.home())
-    if path == "/" or _inside(home, path):
-        return True
+    if path == "/":
+        return "it is the whole file system"
+    if _inside(home, path):
+        return "it is the home folder" if path == home else f"it holds the home folder {home}"
     if _inside(path, hermes_home):  # all of HERMES_HOME but a kanban task's own scratch workspace
         scratch = os.path.join(hermes_home, "kanban", "workspaces")
-        return path == scratch or not _inside(path, scratch)
-    if path != home and _inside(path, home) and path[len(home):].lstrip("/").startswith("."):
-        return True  # ~/.config, ~/.local, ...: shell start-up files, autostart entries, git configuration
-    return system_location(Path(path)) is not None or credential_store(Path(path)) is not None
+        if path == scratch or not _inside(path, scratch):
+            return f"it is inside HERMES_HOME ({hermes_home})"
+    store = credential_store(Path(path))
+    if store is None:
+        store = next((d for d in hidden_from_commands()[0] if _inside(path, _real(d))), None)
+    if store is not None:
+        return f"it is inside {store}, which holds keys or logins (a credential store)"
+    if workspace and path != home and _inside(path, home) and path[len(home):].lstrip("/").startswith("."):
+        return "it is inside a dot-folder of the home folder (shell start-up files, autostart entries, git settings)"
+    start = startup_location(Path(path))
+    if start is not None:
+        return f"it is inside {start}, whose files run later outside any sandbox (a start-up folder)"
+    system = system_location(Path(path))
+    if system is not None:
+        return f"it is inside the system folder {system}"
+    return None
+
+
+def changed_folder(raw: str, pins: Mapping[str, tuple[int, int]]) -> str | None:
+    """Why the folder ``raw`` is no longer the one the person approved (None: it is, or none was pinned):
+    ``pins`` maps each approved folder (resolved when approved) to its (device, inode) then. A path that
+    now resolves elsewhere (a symlink swapped in) or names another folder (removed and made again) is not it."""
+    lexical = os.path.abspath(os.path.expanduser(raw))
+    pin = pins.get(lexical)
+    if pin is None:
+        return None
+    real = _real(raw)
+    if real != lexical:
+        return f"it now leads to {real}, not to the folder that was approved"
+    try:
+        found = os.stat(real)
+    except OSError:
+        return "it is gone"
+    if (found.st_dev, found.st_ino) != tuple(pin):
+        return "it was replaced by another folder after it was approved"
+    return None
 
 
 @dataclass
@@ -201,6 +257,7 @@ class Plan:
     writable: list[str] = field(default_factory=list)
     network: bool = False
     refused: list[str] = field(default_factory=list)  # workspace candidates left read-only (too broad)
+    reasons: dict[str, str] = field(default_factory=dict)  # why each refused folder is
     tmpdir: str = _PRIVATE_TMP  # TMPDIR inside
     readable: list[str] = field(default_factory=list)  # shown read-only although under the host's /tmp
     #: the working directory when it lies outside every writable folder (it is then read-only)
@@ -313,24 +370,33 @@ def session_workspace(config: Any) -> str:
     return os.getcwd()
 
 
-def writable_folders(policy: Policy, workspaces: Iterable[str], extra_writable: Iterable[str] = ()
-                     ) -> tuple[list[str], list[str]]:
+def writable_folders(policy: Policy, workspaces: Iterable[str], extra_writable: Iterable[str] = (),
+                     reasons: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
     """(writable, refused): the folders a sandboxed command may write — in ``workspace-write`` mode the
-    ``workspaces`` that are not too broad (the refused ones are the second list) and
-    ``sandbox.writable_paths``; in every mode ``extra_writable`` — resolved, existing ones only. The
-    session's temp folder comes on top."""
+    ``workspaces`` and ``sandbox.writable_paths`` that :func:`writable_refusal` and :func:`changed_folder`
+    let through (the others are the second list, why in ``reasons``); in every mode ``extra_writable``
+    (hermes's own run folders) — resolved, existing ones only. Resolved again for every command, so a
+    folder swapped for a symlink since is judged by where it leads now. The session's temp folder comes
+    on top."""
     hermes_home = _real(HermesPaths.current().home)
     writable: list[str] = []
     refused: list[str] = []
+    why_refused = reasons if reasons is not None else {}
     if policy.mode == "workspace-write":
-        for candidate in dict.fromkeys(_real(w) for w in workspaces):
-            if not os.path.isdir(candidate):
-                continue
-            (refused if _too_broad(candidate, hermes_home) else writable).append(candidate)
-        for raw in policy.writable_paths:
+        candidates = [(raw, True) for raw in workspaces] + [(raw, False) for raw in policy.writable_paths]
+        for raw, workspace in candidates:
             path = _real(raw)
-            if os.path.exists(path) and path not in writable:
+            exists = os.path.isdir(path) if workspace else os.path.exists(path)
+            if path in writable or not exists:
+                continue
+            why = changed_folder(raw, policy.pinned) or writable_refusal(path, hermes_home, workspace=workspace)
+            if why is None:  # (a workspace refused as a dot-folder may still be named in writable_paths)
                 writable.append(path)
+                if path in refused:
+                    refused.remove(path)
+            elif path not in refused:
+                refused.append(path)
+                why_refused[path] = why
     for raw in extra_writable:
         path = _real(raw)
         if os.path.exists(path) and path not in writable:
@@ -358,9 +424,10 @@ def plan(policy: Policy, *, workdir: str, temp_dir: str, workspaces: Iterable[st
     ``extra_writable`` (e.g. ``execute_code``'s run folder). ``workdir`` itself — the model's choice — is
     only seen; outside all of those it stays read-only (:attr:`Plan.outside`)."""
     result = Plan(workdir=_real(workdir), temp_dir=_real(temp_dir), network=network, tmpdir=tmpdir)
-    spaces = [c for c in dict.fromkeys(_real(w) for w in workspaces) if os.path.isdir(c)]
+    given = list(workspaces)
+    spaces = [c for c in dict.fromkeys(_real(w) for w in given) if os.path.isdir(c)]
     result.readable = list(dict.fromkeys([result.workdir, *spaces, *_runtime_folders()]))
-    result.writable, result.refused = writable_folders(policy, spaces, extra_writable)
+    result.writable, result.refused = writable_folders(policy, given, extra_writable, result.reasons)
     if (result.workdir not in result.refused and not _inside(result.workdir, result.temp_dir)
             and not any(_inside(result.workdir, w) for w in result.writable)):
         result.outside = result.workdir
@@ -508,9 +575,10 @@ class Launch:
         if self.plan is None:
             return None
         notes = []
-        if self.plan.refused:
-            notes.append(f"{', '.join(self.plan.refused)} stays read-only in the sandbox (/, the home folder and "
-                         "its dot-folders, system folders and HERMES_HOME are never a workspace)")
+        for path in self.plan.refused:
+            why = self.plan.reasons.get(path, "it is too broad")
+            notes.append(f"{path} stays read-only in the sandbox: {why} (/, the home folder and its dot-folders, "
+                         "system folders, credential stores and HERMES_HOME are never writable)")
         if self.plan.outside and self.policy.mode == "workspace-write":
             notes.append(f"the workdir {self.plan.outside} is outside the session's workspace and stays read-only "
                          "in the sandbox")

@@ -10,7 +10,9 @@ tool by :func:`wrappers_for`:
 * :class:`ApprovalRequired` — tools registered with ``requires_approval=True``: the person is asked
   (``once`` / ``session`` / ``always`` / ``deny``) before each call; nobody to ask is a denial.
   ``requires_approval`` may instead be a rule ``(args, session) -> bool`` deciding per call
-  (``computer_use`` asks only on the person's own display).
+  (``computer_use`` asks only on the person's own display); a rule returning :data:`EVERY_CALL` asks
+  for this call even after a ``session`` answer and offers only ``once`` / ``deny`` (``desktop_project``
+  changing a project's folders).
 * :class:`SessionDescription` — tools registered with ``describe=FUNC``: ``FUNC(schema, session)`` returns
   the schema this session's model sees, rebuilt when the session starts (``video_generate`` describes what
   the configured backend and model can do). A failing ``FUNC`` leaves the registered schema.
@@ -34,6 +36,9 @@ if TYPE_CHECKING:
     from hermes.connectors.directory import ConnectorDirectory
     from hermes.tools.registry import ToolEntry
     from hermes.tools.session import ToolSession
+
+#: what a ``requires_approval`` rule returns for a call the person approves each time (module docstring)
+EVERY_CALL = "every call"
 
 #: the rest of the chain: (entry, arguments, handler keywords) -> result
 CallNext = Callable[["ToolEntry", dict[str, Any], dict[str, Any]], ToolResult]
@@ -99,21 +104,24 @@ class ApprovalRequired:
              call_next: CallNext) -> ToolResult:
         approved: set[str] = session.state.setdefault(self.STATE_KEY, set())
         rule = entry.options.get("requires_approval")
-        if callable(rule) and not rule(args, session):  # a rule that decides per call: not this one
+        verdict = rule(args, session) if callable(rule) else True
+        if not verdict:  # a rule that decides per call: not this one
             return call_next(entry, args, kw)
-        if entry.name not in approved:
+        every_call = verdict == EVERY_CALL
+        if every_call or entry.name not in approved:
             if session.context.sink is None or not session.surface.has_person:
                 raise ApprovalDenied(f"'{entry.name}' needs a person's approval and nobody can be asked here")
             shown = ", ".join(f"{k}={v!r}" for k, v in args.items())
             request = Request("approval", {"command": f"{entry.name}({shown})"[:2000],
                                            "reason": f"the tool '{entry.name}' runs only with your approval",
-                                           "tool": entry.name, "choices": ["once", "session", "deny"]})
+                                           "tool": entry.name,
+                                           "choices": ["once", "deny"] if every_call else ["once", "session", "deny"]})
             choice = normalise_answer(session.sink.ask(request))
             if choice is None:
                 raise ApprovalDenied(f"nobody answered the approval request for '{entry.name}'; it did not run")
             if choice == "deny":
                 raise ApprovalDenied(f"the person did not approve this call of '{entry.name}'")
-            if choice in ("session", "always"):
+            if choice in ("session", "always") and not every_call:
                 approved.add(entry.name)
         return call_next(entry, args, kw)
 

@@ -4,7 +4,9 @@ Projects live in ``HERMES_HOME/projects.json`` (:mod:`.store`), shared by every 
 Opening one in a session lays it over the session's configuration (:mod:`.workspace`): the file tools
 write only inside its folders and terminal commands start in its first folder, until it is closed or
 the session ends. Creating a project, adding folders to one and deleting one ask the person first: they
-change where the agent may write.
+change where the agent may write (creating and adding folders every time; an answer "for the session"
+counts for that call only). A folder swapped for a symlink or another folder since it was approved keeps
+the project from opening, and is never made writable while it is open (:meth:`Project.problems`).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from hermes.errors import ToolError
 from hermes.tools.context import session_of
 from hermes.tools.project.store import ProjectStore, check_name, resolve_folders
 from hermes.tools.registry import registry
+from hermes.tools.wrappers import EVERY_CALL
 
 STATE_KEY = "desktop_project"
 ACTIONS = ("list", "current", "create", "add_folders", "remove_folders", "rename", "delete", "open", "close")
 #: actions that widen where the agent may write or drop the person's work: the person approves each
 ASKING = frozenset({"create", "add_folders", "delete"})
+#: of those, the ones that change a project's folders: asked every time (no approval for the session)
+ASKING_EVERY_TIME = frozenset({"create", "add_folders"})
 
 SCHEMA: dict[str, Any] = {
     "name": "desktop_project",
@@ -68,10 +73,10 @@ def _open(session: Any, name: str | None) -> dict[str, Any]:
     if base is None:
         raise ToolError("this session has no settings to lay a project over")
     project = _store(session).get(name)
-    missing = [f for f in project.folders if not os.path.isdir(f)]
-    if missing:
-        raise ToolError(f"project {name!r} names folders that are gone: {', '.join(missing)}; "
-                        "remove them with action='remove_folders'")
+    problems = project.problems()
+    if problems:
+        raise ToolError(f"project {name!r} cannot be opened: {'; '.join(problems)}. Remove such a folder with "
+                        "action='remove_folders', or approve it again as it is now with action='add_folders'")
     session.use_settings(project_settings(base, project))
     state["open"] = project.name
     return {"open": project.name, "folders": list(project.folders), "cwd": project.primary,
@@ -115,8 +120,9 @@ def desktop_project(args: dict[str, Any], **kw: Any) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
-def _asks(args: dict[str, Any], session: Any) -> bool:
-    return args.get("action") in ASKING
+def _asks(args: dict[str, Any], session: Any) -> bool | str:
+    action = args.get("action")
+    return EVERY_CALL if action in ASKING_EVERY_TIME else action in ASKING
 
 
 registry.register(name="desktop_project", toolset="project", schema=SCHEMA, handler=desktop_project,

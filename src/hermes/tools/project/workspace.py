@@ -1,12 +1,15 @@
 """A project laid over a session's configuration: what the file tools and the terminal read while it is open.
 
-:func:`project_settings` returns settings whose ``config`` answers three keys from the project and
+:func:`project_settings` returns settings whose ``config`` answers four keys from the project and
 everything else from the configuration underneath (read live, so later changes still reach the session):
 
 * ``file.allowed_roots`` — the project's folders (the file tools write only inside them);
 * ``terminal.cwd`` — its first folder (commands start there);
 * ``sandbox.writable_paths`` — the configured ones plus its other folders (sandboxed commands may write
-  in every folder of the project, not only the first).
+  in every folder of the project, not only the first);
+* ``sandbox.folder_identities`` — each folder's (device, inode) from when the person approved it: the
+  sandbox leaves a folder read-only that resolves elsewhere or is another folder now
+  (:func:`hermes.tools.sandbox.changed_folder`).
 
 The layer is never written to config.yaml: saving it is refused.
 """
@@ -69,5 +72,6 @@ def project_settings(base: Settings, project: Project) -> Settings:
     writable = base.config.get("sandbox.writable_paths")
     extra = [str(w) for w in writable] if isinstance(writable, list) else []
     layer = {"file.allowed_roots": list(project.folders), "terminal.cwd": project.primary,
-             "sandbox.writable_paths": [*extra, *(f for f in project.folders[1:] if f not in extra)]}
+             "sandbox.writable_paths": [*extra, *(f for f in project.folders[1:] if f not in extra)],
+             "sandbox.folder_identities": {f: list(i) for f, i in project.pins().items()}}
     return replace(base, config=LayeredConfig(base, layer))
