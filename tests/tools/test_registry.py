@@ -411,10 +411,11 @@ def test_intercepted_tools_get_the_fallback_error(reg: ToolRegistry, name: str) 
 
 
 def test_intercepted_tool_names() -> None:
-    from hermes.tools.toolsets import BROWSER_CDP, BROWSER_CORE, BROWSER_VAULT
+    from hermes.tools.toolsets import BROWSER_CDP, BROWSER_CORE, BROWSER_VAULT, DESKTOP_UI, FEISHU_DRIVE
 
     assert {"todo_list", "memory", "session_search", "delegate_task", *BROWSER_CORE, *BROWSER_CDP,
-            "browser_exec", "computer_use", *BROWSER_VAULT} == session_tools()
+            "browser_exec", "computer_use", *BROWSER_VAULT, *DESKTOP_UI, "desktop_project", "feishu_doc_read",
+            *FEISHU_DRIVE} == session_tools()
 
 
 def test_builtin_todo_list_reaching_dispatch_gets_the_fallback() -> None:
