@@ -34,7 +34,7 @@ from hermes.agent.local_model import (
 )
 from hermes.agent.provider import CallOptions, Completion
 from hermes.config.settings import LOCAL_PROVIDER, ModelSettings, Overrides, Settings, bundled_gguf
-from hermes.errors import ConfigError, TurnInterrupted
+from hermes.errors import ConfigError, ToolArgumentError, TurnInterrupted
 from hermes.tools.validation import parse_arguments, validate_arguments
 
 # the real model runs on shared CPUs: generous per-test limits (the project default is 60 s)
@@ -297,9 +297,16 @@ def test_real_agent_turn_with_a_tool_call(gguf: Path, hermes_home: Path) -> None
     assert result.reason == "answered" and result.tool_calls == 1 and result.final.strip()
     (finished,) = [e for e in sink.events if isinstance(e, ToolFinished)]
     assert finished.name == "todo_list"
-    # the grammar guarantees the schema; the tool's own rules (content when replacing) may still refuse
-    validate_arguments(parse_arguments(finished and agent.messages[2]["tool_calls"][0]["function"]["arguments"]),
-                       TODO["function"]["parameters"])
+    # the grammar guarantees the schema of a call that ends within the call's token limit (MAX_CALL); the 135M
+    # model can ramble past it (the clock and working-directory lines of the prompt change what it writes),
+    # and then the cut-off call comes back to it as a clear error and the turn still ends with an answer
+    arguments = agent.messages[2]["tool_calls"][0]["function"]["arguments"]
+    try:
+        parsed = parse_arguments(arguments)
+    except ToolArgumentError:
+        assert "not valid JSON" in agent.messages[3]["content"], agent.messages[3]
+    else:
+        validate_arguments(parsed, TODO["function"]["parameters"])
     assert [m["role"] for m in agent.messages] == ["system", "user", "assistant", "tool", "assistant"]
 
 

@@ -305,6 +305,8 @@ SCHEMA = Schema(
                                 "choices": ("workspace-write", "read-only", "full-access")}),
             ("writable_paths", "list"),
             ("network", "flag", {"default": False}),
+            # set by an open desktop project for its session (docs/tools/project.md), not written by hand
+            open_tables=("folder_identities",),
         ),
         _section(
             "code_execution",
