@@ -97,6 +97,24 @@ class StorageUnavailable(StorageError):
         super().__init__(detail, code=code, public=public)
 
 
+class OutageNotice:
+    """What a PostgreSQL client says when its database stops answering: one warning per outage (``_down`` is
+    cleared by the owner once a connection works again), and the :class:`StorageUnavailable` to raise."""
+
+    label: str
+    url: str
+    _down: bool
+
+    def _unavailable(self, exc: BaseException) -> StorageUnavailable:
+        import logging
+
+        detail = f"the gateway database {self.label} does not answer: {scrub(str(exc).strip(), self.url)}"
+        if not self._down:
+            logging.getLogger(type(self).__module__).warning("%s", detail)
+            self._down = True
+        return StorageUnavailable(detail)
+
+
 class InvalidValue(StorageError):
     """A value the database cannot store (psycopg ``DataError``: a NUL character, a number out of range)."""
 

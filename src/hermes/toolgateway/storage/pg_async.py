@@ -27,14 +27,14 @@ from psycopg.conninfo import make_conninfo
 
 from hermes.store.postgres import CONNECT_TIMEOUT, Row, placeholders, session_options
 from hermes.store.postgres import rows as _rows
-from hermes.toolgateway.storage.base import InvalidValue, StorageUnavailable, mask_url, scrub
+from hermes.toolgateway.storage.base import InvalidValue, OutageNotice, StorageUnavailable, mask_url, scrub
 
 log = logging.getLogger("hermes.toolgateway")
 
 POOL_SIZE = 4
 
 
-class AsyncPool:
+class AsyncPool(OutageNotice):
     """Up to ``size`` async connections to ``url``, each used by one statement (or batch) at a time."""
 
     def __init__(self, url: str, size: int = POOL_SIZE) -> None:
@@ -52,13 +52,6 @@ class AsyncPool:
         if query is None:
             query = self._sql[sql] = placeholders(sql)
         return query
-
-    def _unavailable(self, exc: BaseException) -> StorageUnavailable:
-        detail = f"the gateway database {self.label} does not answer: {scrub(str(exc).strip(), self.url)}"
-        if not self._down:
-            log.warning("%s", detail)
-            self._down = True
-        return StorageUnavailable(detail)
 
     async def _connect(self) -> psycopg.AsyncConnection[Row]:
         conninfo = make_conninfo(self.url, **session_options(self.url))

@@ -34,14 +34,21 @@ from hermes.errors import StoreError
 from hermes.store.postgres import CONNECT_TIMEOUT, Row, placeholders, session_options
 from hermes.store.postgres import rows as _rows
 from hermes.toolgateway.storage import pg_schema
-from hermes.toolgateway.storage.base import POSTGRES, InvalidValue, Result, StorageUnavailable, mask_url, scrub
+from hermes.toolgateway.storage.base import (
+    POSTGRES,
+    InvalidValue,
+    OutageNotice,
+    Result,
+    mask_url,
+    scrub,
+)
 
 log = logging.getLogger("hermes.toolgateway")
 
 _CACHE_LIMIT = 2048
 
 
-class PostgresDatabase:
+class PostgresDatabase(OutageNotice):
     """A gateway database in PostgreSQL, opened (and migrated) from a ``postgresql://`` URL."""
 
     dialect = POSTGRES
@@ -64,13 +71,6 @@ class PostgresDatabase:
             raise StoreError(f"cannot prepare the gateway database {self.label}: {scrub(str(exc), url)}") from None
 
     # -- connection ----------------------------------------------------------------------------------
-    def _unavailable(self, exc: BaseException) -> StorageUnavailable:
-        detail = f"the gateway database {self.label} does not answer: {scrub(str(exc).strip(), self.url)}"
-        if not self._down:
-            log.warning("%s", detail)
-            self._down = True
-        return StorageUnavailable(detail)
-
     def _live(self) -> psycopg.Connection[Row]:
         conn = self._conn
         if conn is not None and not conn.closed and not conn.broken:
