@@ -110,7 +110,7 @@ class OutageNotice:
 
         detail = f"the gateway database {self.label} does not answer: {scrub(str(exc).strip(), self.url)}"
         if not self._down:
-            logging.getLogger(type(self).__module__).warning("%s", detail)
+            logging.getLogger("hermes.toolgateway").warning("%s", detail)
             self._down = True
         return StorageUnavailable(detail)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,8 +27,6 @@ from psycopg.conninfo import make_conninfo
 from hermes.store.postgres import CONNECT_TIMEOUT, Row, placeholders, session_options
 from hermes.store.postgres import rows as _rows
 from hermes.toolgateway.storage.base import InvalidValue, OutageNotice, StorageUnavailable, mask_url, scrub
-
-log = logging.getLogger("hermes.toolgateway")
 
 POOL_SIZE = 4
 
