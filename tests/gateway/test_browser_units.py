@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from hermes.errors import ConfigError
+from hermes.net.address_policy import FetchPolicy
 from hermes.net.fence import NetworkFence
-from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browser.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed
 from hermes.toolgateway.browser.cdpproxy import screen, url_allowed
 from hermes.toolgateway.browser.pool import BrowserPool, chromium_argv

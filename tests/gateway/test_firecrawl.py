@@ -16,7 +16,7 @@ import pytest
 
 from fakes.vendors import FakeFirecrawl, ServerThread, searxng_app
 from fakes.vendors.harness import GatewayHarness
-from hermes.net.safefetch import FetchPolicy, ip_allowed
+from hermes.net.address_policy import FetchPolicy, ip_allowed
 
 LIMITS = {"backoff_base": 0.01, "vendor_retries": 3, "max_request_bytes": 4096}
 

@@ -82,15 +82,25 @@ def load_model(path: str, n_ctx: int, threads: int, engine: str | None = None) -
 
 
 def auto_threads() -> int:
-    """CPU threads for llama.cpp when ``model.threads`` is 0: the cores not already busy (the 1-minute load
-    average), at least 1 and at most 8. llama.cpp's threads wait for each other by spinning, so one more
-    thread than there are free cores makes every token several times slower, not faster."""
+    """CPU threads for llama.cpp when ``model.threads`` is 0: the cores not already busy, at least 1 and at
+    most 8. llama.cpp's threads wait for each other by spinning, so one more thread than there are free
+    cores makes every token several times slower, not faster. "Busy" is the smaller of the 1-minute load
+    average and the tasks running right now (less this one): the average alone still counts a job that
+    ended seconds ago, and on two cores that halves the prompt speed of the next run."""
     cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 8, int(cpus - _busy_cores() + 0.5)))
+
+
+def _busy_cores() -> float:
     try:
-        busy = os.getloadavg()[0]
+        average = os.getloadavg()[0]
     except OSError:  # no load average here
-        busy = 0.0
-    return max(1, min(cpus, 8, int(cpus - busy + 0.5)))
+        return 0.0
+    try:  # /proc/loadavg's fourth field: running/total scheduling entities, this process among the running
+        running = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]) - 1
+    except (OSError, ValueError, IndexError):
+        return average
+    return min(average, max(0.0, float(running)))
 
 
 def _close_models() -> None:

@@ -4,10 +4,11 @@ The prompt is built once and stored as the session's first message, so a resumed
 same instructions it started with. Later features add sections (the memory snapshot, the skills
 index) through :func:`build_system_prompt`'s ``sections`` argument.
 
-What changes from one process to the next (the clock, the working directory) comes last, so that
-everything before it is a byte-identical prefix: the local model saves that prefix evaluated and
-the next process loads it instead of evaluating it again (:mod:`hermes.agent.local_prefix`), and
-endpoints that cache prompt prefixes can reuse it too.
+The environment lines close the prompt, and the clock is the very last line: it is the only line that
+changes from one run to the next in the same folder, so everything before it is a byte-identical
+prefix. The local model saves that prefix evaluated and the next process loads it instead of
+evaluating it again (:mod:`hermes.agent.local_prefix`; another working directory is another saved
+prefix), and endpoints that cache prompt prefixes can reuse it too.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ _SURFACE_NOTES = {
 }
 
 
-#: where the system prompt stops being the same from one process to the next (the clock, the directory)
+#: where the system prompt stops being the same from one process to the next (the clock line, the last)
 VOLATILE_MARK = "Current date and time:"
 
 
@@ -59,10 +60,10 @@ def build_system_prompt(
     if custom:
         parts.append(custom)
     env_lines = [
-        f"{VOLATILE_MARK} {now.strftime('%Y-%m-%d %H:%M %Z')}",
-        f"Working directory: {os.getcwd()}",
         f"Operating system: {platform.system()} {platform.release()}",
         f"Surface: {surface.value}",
+        f"Working directory: {os.getcwd()}",
+        f"{VOLATILE_MARK} {now.strftime('%Y-%m-%d %H:%M %Z')}",
     ]
     parts.append("\n".join(env_lines))  # last: see the module docstring
     return "\n\n".join(parts)

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from hermes.config.settings import ModelSettings
 from hermes.errors import ModelError, ModelUnreachable, TurnInterrupted
-from hermes.net.http import backoff_delay, parse_retry_after
+from hermes.net.retry_timing import backoff_delay, parse_retry_after
 
 MAX_BACKOFF = 30.0
 MAX_RETRY_AFTER = 60.0

@@ -5,7 +5,7 @@ A browser on the gateway's (or the user's) host could otherwise open anything th
 cloud metadata, and loopback ports (the gateway's own, other services of the host). So each Chromium runs
 with ``--proxy-server=socks5://127.0.0.1:<fence>`` and ``--proxy-bypass-list=<-loopback>`` (loopback
 goes through the proxy too), QUIC off and WebRTC limited to proxied traffic, and this proxy decides
-every connection the way the gateway's page fetcher does (:func:`hermes.net.safefetch.resolve_allowed`):
+every connection the way the gateway's page fetcher does (:func:`hermes.net.address_policy.resolve_allowed`):
 the name is resolved here, **every** address must be public (loopback only with ``allow_loopback``,
 private ranges only with ``allow_private``; link-local and cloud metadata never), and the connection
 goes to the vetted address. The fence's own port, and any loopback port ``blocked_ports()`` names, are
@@ -26,7 +26,7 @@ import struct
 from collections.abc import Callable
 
 from hermes.errors import FetchError
-from hermes.net.safefetch import FetchPolicy, IPAddress, resolve_allowed
+from hermes.net.address_policy import FetchPolicy, IPAddress, resolve_allowed
 
 log = logging.getLogger(__name__)
 

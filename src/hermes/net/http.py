@@ -15,69 +15,26 @@ clients, the Tool Gateway's relays and the SSRF-safe page fetcher:
   answer, or return False to leave the body unread (a redirect to follow by hand).
 
 The last answer is returned whatever its status; the last transport error is raised as httpx raised it.
-Turning either into an error of its own is the caller's business. :func:`parse_retry_after` is the one
-``Retry-After`` parser (seconds or an HTTP date), used by the OpenAI-client model provider too.
+Turning either into an error of its own is the caller's business. :func:`parse_retry_after` (in
+:mod:`hermes.net.retry_timing`, re-exported here) is the one ``Retry-After`` parser (seconds or an HTTP
+date), used by the OpenAI-client model provider too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from hermes.errors import DeadlineExceeded, ResponseTooLarge
+from hermes.net.retry_timing import backoff_delay, parse_retry_after
 
 #: sees an answer's head (body unread): raise to refuse it, return False to leave the body unread
 Inspect = Callable[[httpx.Response], bool]
-
-
-def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value: delay-seconds or an HTTP date (a past date is 0).
-
-    None when the value is absent, negative, not finite, or neither form.
-    """
-    if not value or not value.strip():
-        return None
-    text = value.strip()
-    try:
-        seconds = float(text)
-    except ValueError:
-        return _seconds_until(text, now)
-    return seconds if 0 <= seconds < math.inf else None
-
-
-def _seconds_until(text: str, now: datetime | None) -> float | None:
-    try:
-        when = parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def backoff_delay(attempt: int, retry_after: float | None, *, base_delay: float, max_delay: float,
-                  max_retry_after: float | None = None, jitter: tuple[float, float] = (0.5, 1.0)) -> float:
-    """Seconds to wait after try number ``attempt`` (from 1) failed.
-
-    ``retry_after`` (the server's own wait) is taken as it is, capped at ``max_retry_after`` (default
-    ``max_delay``); otherwise ``base_delay × 2^(attempt-1)``, capped at ``max_delay``, times a random
-    factor between the two ``jitter`` bounds.
-    """
-    if retry_after is not None:
-        cap = max_delay if max_retry_after is None else max_retry_after
-        return max(0.0, min(retry_after, cap))
-    low, high = jitter
-    base: float = min(base_delay * (2 ** (attempt - 1)), max_delay)
-    return base * (low + (high - low) * random.random())
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import re
-import socket
 import time
 from dataclasses import dataclass, replace
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -36,32 +35,19 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 import httpx
 
 from hermes.errors import DeadlineExceeded, FetchError, ResponseTooLarge
+from hermes.net.address_policy import (
+    TEXT_TYPES,
+    FetchPolicy,
+    IPAddress,
+    check_url,
+    refused_error,
+    resolve_allowed,
+)
 from hermes.net.http import send_request
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-_METADATA = frozenset(ipaddress.ip_address(a) for a in ("169.254.169.254", "fd00:ec2::254", "100.100.100.200"))
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class FetchPolicy:
-    """What a fetch may reach and how much it may take."""
-
-    allow_loopback: bool = False
-    allow_private: bool = False
-    timeout: float = 20.0
-    max_bytes: int = 5 * 1024 * 1024
-    max_redirects: int = 5
-    user_agent: str = "hermes/1 (+page extraction)"
-    #: content types accepted (lower case, without parameters); empty: any (the caller checks the body)
-    content_types: tuple[str, ...] = TEXT_TYPES
-    #: origins (``scheme://host:port``) whose addresses are allowed whatever they are (metadata excepted)
-    trusted_origins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -74,93 +60,6 @@ class FetchedPage:
     text: str
     #: the raw body (for images and other binary types ``text`` is empty)
     body: bytes = b""
-
-
-def _refused(message: str) -> FetchError:
-    return FetchError(403, "url_not_allowed", message)
-
-
-def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
-    """The IPv4 addresses an IPv6 address carries and reaches: IPv4-mapped, NAT64 (64:ff9b::/96), 6to4
-    (2002::/16) and Teredo (2001::/32: its server and its client)."""
-    found: list[ipaddress.IPv4Address] = []
-    if ip.ipv4_mapped is not None:
-        found.append(ip.ipv4_mapped)
-    if ip in _NAT64:
-        found.append(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
-    if ip.sixtofour is not None:
-        found.append(ip.sixtofour)
-    if ip.teredo is not None:
-        found.extend(ip.teredo)
-    return found
-
-
-def ip_allowed(ip: IPAddress, policy: FetchPolicy) -> bool:
-    """Whether a fetch may connect to ``ip`` under ``policy``; an IPv6 address that embeds IPv4 addresses
-    is judged by every one of them."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = embedded_ipv4(ip)
-        if inner:
-            return all(ip_allowed(v4, policy) for v4 in inner)
-    if ip in _METADATA or ip.is_link_local or ip.is_multicast or ip.is_unspecified:
-        return False
-    if ip.is_loopback:
-        return policy.allow_loopback
-    if ip.is_reserved:
-        return False
-    if ip.is_private or not ip.is_global:
-        return policy.allow_private
-    return True
-
-
-def origin_key(url: str) -> str | None:
-    """``scheme://host:port`` of an http(s) URL (the form of :attr:`FetchPolicy.trusted_origins`), or None."""
-    try:
-        scheme, host, port = _check_url(url)
-    except FetchError:
-        return None
-    return f"{scheme}://{host}:{port}"
-
-
-def _check_url(url: str) -> tuple[str, str, int]:
-    """(scheme, host, port) of a fetchable URL, or a 400/403 error."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        raise FetchError(400, "invalid_url", "the URL is not valid") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise _refused("only http and https URLs can be fetched")
-    if "@" in parts.netloc:
-        raise _refused("URLs with user info are not fetched")
-    host = (parts.hostname or "").rstrip(".").lower()
-    if not host or any(c.isspace() for c in url):
-        raise FetchError(400, "invalid_url", "the URL has no valid host")
-    return scheme, host, port or (443 if scheme == "https" else 80)
-
-
-async def resolve_allowed(host: str, port: int, policy: FetchPolicy) -> IPAddress:
-    """The address to connect to; every address the name resolves to must be allowed."""
-    try:
-        addresses: list[IPAddress] = [ipaddress.ip_address(host)]
-    except ValueError:
-        loop = asyncio.get_running_loop()
-        try:
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError):
-            raise FetchError(502, "fetch_failed", f"cannot resolve {host}") from None
-        addresses = []
-        for info in infos:
-            addr = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
-            if addr not in addresses:
-                addresses.append(addr)
-    if not addresses:
-        raise FetchError(502, "fetch_failed", f"cannot resolve {host}")
-    for addr in addresses:
-        if not ip_allowed(addr, policy):
-            raise _refused(f"{host} resolves to an address that is not fetched from (private or local)")
-    return addresses[0]
 
 
 def _pinned_url(url: str, ip: IPAddress, port: int) -> str:
@@ -199,7 +98,7 @@ def _peer_ok(response: httpx.Response, ip: IPAddress) -> bool:
 
 async def _hop(client: httpx.AsyncClient, url: str, policy: FetchPolicy, deadline: float) -> FetchedPage | str:
     """One request: the page, or the absolute URL of a redirect to follow."""
-    scheme, host, port = _check_url(url)
+    scheme, host, port = check_url(url)
     if f"{scheme}://{host}:{port}" in policy.trusted_origins:
         policy = replace(policy, allow_loopback=True, allow_private=True)
     ip = await resolve_allowed(host, port, policy)
@@ -210,7 +109,7 @@ async def _hop(client: httpx.AsyncClient, url: str, policy: FetchPolicy, deadlin
     def check(response: httpx.Response) -> bool:
         """Refuse an unchecked peer or a content type not accepted; False (body unread) for a redirect."""
         if not _peer_ok(response, ip):
-            raise _refused("the connection ended up at an address that was not checked")
+            raise refused_error("the connection ended up at an address that was not checked")
         if _redirect_target(response.status_code, response.headers) is not None:
             return False
         ctype = _content_type(response.headers)

@@ -295,7 +295,8 @@ async def download(
     if origin_of(url) is None:
         raise VendorError(vendor, f"{vendor} returned a result URL that is not http(s)", kind="bad_response")
     from hermes.errors import FetchError
-    from hermes.net.safefetch import FetchPolicy, origin_key, safe_fetch
+    from hermes.net.address_policy import FetchPolicy, origin_key
+    from hermes.net.safefetch import safe_fetch
 
     trusted = origin_key(trusted_origin) if trusted_origin else None
     policy = FetchPolicy(allow_loopback=allow_private, allow_private=allow_private, timeout=timeout,

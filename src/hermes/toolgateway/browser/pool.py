@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from hermes.errors import ConfigError
+from hermes.net.address_policy import FetchPolicy
 from hermes.net.fence import NetworkFence
-from hermes.net.safefetch import FetchPolicy
 from hermes.toolgateway.browser.cdppipe import MAX_MESSAGE, CDPPipe, PipeClosed, PipeError
 from hermes.toolgateway.browser.config import BrowserUseConfig
 from hermes.toolgateway.errors import GatewayHTTPError

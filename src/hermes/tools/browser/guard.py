@@ -7,7 +7,7 @@ Three layers, each for what it sees:
    themselves), no user info, no cloud-metadata host names or literals, and no URL that carries a secret
    (a value of a secret-named environment variable, or a common key shape, raw or percent-decoded);
 2. :func:`address_refusal` — the host resolved, every address judged like the web fetcher does
-   (:func:`hermes.net.safefetch.ip_allowed`): metadata and link-local never, loopback and private ranges
+   (:func:`hermes.net.address_policy.ip_allowed`): metadata and link-local never, loopback and private ranges
    only with ``browser.allow_private_urls``;
 3. the network fence (:mod:`hermes.net.fence`) — the local Chromium's only way out, which judges every
    connection at the address it really connects to, so a redirect, a frame, a subresource, a WebSocket
@@ -23,7 +23,7 @@ import socket
 from collections.abc import Mapping
 from urllib.parse import unquote, urlsplit
 
-from hermes.net.safefetch import FetchPolicy, IPAddress, ip_allowed
+from hermes.net.address_policy import FetchPolicy, IPAddress, ip_allowed
 from hermes.redact import redact, secret_values
 
 #: host names of cloud metadata services (their addresses are refused by ip_allowed as well)

@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any
 
 from hermes.errors import FetchError, HermesError, ToolError
-from hermes.net.safefetch import FetchPolicy
+from hermes.net.address_policy import FetchPolicy
 from hermes.routing import Route
 from hermes.tools.routed.context import Access, vendor_failure
 from hermes.tools.web.content import clean_snippet, html_to_main_markdown, looks_like_html

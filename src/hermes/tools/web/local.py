@@ -25,7 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hermes.errors import FetchError
-from hermes.net.safefetch import FetchPolicy, ip_allowed, safe_fetch
+from hermes.net.address_policy import FetchPolicy, ip_allowed
+from hermes.net.safefetch import safe_fetch
 from hermes.tools.web.content import html_to_main_markdown, pdf_to_text, plain_to_markdown
 from hermes.tools.web.results import Page
 

@@ -20,7 +20,7 @@ from hermes.errors import ConfigError
 from hermes.tools.routed.context import Access, RoutedContext
 
 if TYPE_CHECKING:
-    from hermes.net.safefetch import FetchPolicy
+    from hermes.net.address_policy import FetchPolicy
     from hermes.vendors.base import Auth
 
 DEFAULT_FETCH_TIMEOUT: float = SCHEMA.key("web.fetch_timeout").default
@@ -44,7 +44,7 @@ class WebLimits:
 
     def policy(self) -> FetchPolicy:
         """The SSRF policy of local fetches (HTML, text and PDF are accepted)."""
-        from hermes.net.safefetch import TEXT_TYPES, FetchPolicy
+        from hermes.net.address_policy import TEXT_TYPES, FetchPolicy
 
         return FetchPolicy(allow_loopback=self.allow_loopback, allow_private=self.allow_private,
                            timeout=self.fetch_timeout, max_bytes=self.fetch_max_bytes, user_agent=USER_AGENT,
