@@ -53,16 +53,17 @@ class AppConfig:
 
 @dataclass(frozen=True)
 class McpAppConfig:
-    """``[connectors.apps.<app>.mcp]``: ``command``, ``args``, ``env``, ``token_env``, ``timeout``.
-
-    With ``token_env`` the server is started once per account, the account's provider token in that
-    environment variable; without it one server serves every account of the app."""
+    """``[connectors.apps.<app>.mcp]``: ``command``, ``args``, ``env``, ``cwd``, ``timeout`` (seconds per
+    call, at most the 5-minute deadline) and ``connect_timeout``. One server process serves every account
+    of the app (it holds its own credentials, from ``env``); it sees only the SDK's default environment
+    plus ``env``, never the gateway's."""
 
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    token_env: str | None = None
+    cwd: str | None = None
     timeout: float = 120.0
+    connect_timeout: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -257,11 +258,9 @@ def _mcp_config(read: Any) -> McpAppConfig | None:
     env = mcp.value("env", {})
     if not isinstance(env, Mapping) or not all(isinstance(v, str) for v in env.values()):
         raise mcp.fail("env", "must be a table of strings")
-    token_env = mcp.text("token_env")
-    if token_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", token_env):
-        raise mcp.fail("token_env", "must be an environment variable name")
-    return McpAppConfig(command, mcp.strings("args", ()), {str(k): v for k, v in env.items()}, token_env,
-                        mcp.number("timeout", 120.0, minimum=1.0, maximum=300.0))
+    return McpAppConfig(command, mcp.strings("args", ()), {str(k): v for k, v in env.items()}, mcp.text("cwd"),
+                        mcp.number("timeout", 120.0, minimum=1.0, maximum=300.0),
+                        mcp.number("connect_timeout", 30.0, minimum=1.0, maximum=300.0))
 
 
 def app_configs(table: Mapping[str, Any], base: Path, env: Mapping[str, str] | None = None,

@@ -97,6 +97,10 @@ class ConnectorActions:
         from hermes.toolgateway.relays.connector_tokens import TokenKeeper
 
         self.tokens = TokenKeeper(gateway)
+        from hermes.toolgateway.relays.connector_mcp import McpApps
+
+        #: the MCP servers of ``[connectors.apps.<app>.mcp]`` apps (their actions fill ``self.apps``)
+        self.mcp = McpApps(gateway, self.apps)
 
     # -- reading -------------------------------------------------------------------------------------
     def app(self, name: str) -> App:
@@ -210,7 +214,7 @@ class ConnectorActions:
         reservation = None
         try:
             reservation = await gw.meter.reserve_async(principal.user.id, CATEGORY, 1, limit, gw.clock())
-            result, upstream = await self._send(store, req)
+            result, upstream = await self._send(store, req, deadline)
             status = 200
         except QuotaExceeded as exc:
             status = 429
@@ -235,9 +239,12 @@ class ConnectorActions:
                 "fingerprint": req.fingerprint, "started": repr(started), "deadline": repr(deadline), "answer": text})
         return answer
 
-    async def _send(self, store: ConnectorStore, req: CallRequest) -> tuple[Any, int]:
+    async def _send(self, store: ConnectorStore, req: CallRequest, deadline: float) -> tuple[Any, int]:
         """Send the action with the account's token; an OAuth account's token refused with 401 is refreshed
-        once and the action sent again."""
+        once and the action sent again. An MCP app's action is a call of its server's tool."""
+        if req.app.config.mcp is not None:
+            timeout = min(req.app.config.mcp.timeout, max(0.0, deadline - self.gateway.clock()))
+            return await self.mcp.call(req.app, req.action.name, req.arguments, timeout)
         token = await self.tokens.current(store, req.app, req.account)
         status, raw = await self._request(req, token.access_token)
         if status == 401 and req.app.config.oauth is not None and token.refresh_token:

@@ -30,6 +30,7 @@ deadline). Accounts are connected by their holders through the app's OAuth2 prov
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -122,6 +123,10 @@ class ConnectorAPI(Relay):
         apps = {name: load_app(cfg) for name, cfg in gateway.config.connector_apps.items()}
         self.actions = ConnectorActions(gateway, apps)
         self.connect = ConnectFlow(gateway, apps)
+        self.actions.mcp.start()  # the MCP apps' servers (built in the lifespan: the loop is running)
+
+    async def aclose(self) -> None:
+        await self.actions.mcp.aclose()
 
     def operations(self) -> Sequence[Operation]:
         return ()  # routed by :func:`_route`: the paths carry parameters
@@ -177,6 +182,10 @@ class ConnectorAPI(Relay):
         body = await read_body(scope, receive, headers, MAX_BODY if kind not in _ACTION_KINDS else
                                self.max_request_bytes())
         try:
+            for name in [str(app)] if app is not None else list(self.actions.mcp.connections):
+                if kind in _ACTION_KINDS:  # an MCP app's actions are its server's first tool listing
+                    with contextlib.suppress(GatewayHTTPError) if app is None else contextlib.nullcontext():
+                        await self.actions.mcp.ready(name)
             if kind == "apps":
                 return self.actions.listing()
             if kind == "connect":
