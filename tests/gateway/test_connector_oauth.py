@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,3 +251,36 @@ def test_the_redirect_uri_must_be_the_gateways_callback(tmp_path: Path) -> None:
     provider = config.connector_apps["gmail"].oauth
     assert provider is not None
     assert provider.redirect_uri == "https://gw.example/relay/connector/v1/connectors/oauth/callback"
+
+
+def test_hermes_connectors_connect_walks_the_flow_and_reconnects(world: World, hermes_home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import subprocess
+
+    _, token = _person(world)
+    monkeypatch.setenv("CONNECTOR_GATEWAY_URL", world.gw.relay_url("connector"))
+    monkeypatch.setenv("TOOL_GATEWAY_USER_TOKEN", token)
+
+    def run(*extra: str) -> str:
+        proc = subprocess.Popen([sys.executable, "-m", "hermes", "connectors", "connect", "gmail", "--no-browser",
+                                 *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=dict(os.environ))
+        assert proc.stdout is not None
+        lines = [proc.stdout.readline(), proc.stdout.readline()]
+        url = lines[1].strip()
+        assert url.startswith("http://127.0.0.1:") and "/oauth/start?ticket=" in url, lines
+        with httpx.Client(timeout=30) as browser:  # the person's browser signs in
+            at_provider = browser.get(url).headers["location"]
+            browser.get(browser.get(at_provider).headers["location"])
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, "".join(lines) + out
+        return out
+
+    world.provider.login = "alice@home.example"
+    assert "Connected the Gmail account home (alice@home.example)." in run("--name", "home")
+    world.provider.login = "alice@home.example (again)"
+    out = run("--replaces", "home")
+    assert "Connected the Gmail account home (alice@home.example (again))." in out and "is retired" in out
+    listed = world.api("GET", "/v1/connectors/gmail/accounts", token).json()["accounts"]
+    assert sorted((a["name"], a["status"]) for a in listed) == [("home", "active"), ("home", "retired")]
