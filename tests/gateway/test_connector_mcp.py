@@ -40,7 +40,8 @@ def gw(tmp_path_factory: pytest.TempPathFactory, clock: Clock) -> Iterator[Gatew
     apps = {"clock": {"title": "Clock", "mcp": {"command": sys.executable,
                                                 "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]}},
             "flaky": {"mcp": {"command": sys.executable, "args": [str(FLAKY)], "timeout": 60,
-                              "env": {"FLAKY_SECRET": "s3cr3t-of-the-server"}}}}
+                              "env": {"FLAKY_SECRET": "s3cr3t-of-the-server"}}},
+            "broken": {"mcp": {"command": "/nonexistent/mcp-server", "connect_timeout": 5}}}
     harness = GatewayHarness(tmp_path_factory.mktemp("gw_mcp"), clock=clock,
                              rate_limit={"per_second": 1000, "burst": 1000}, connectors={"apps": apps})
     os.environ["HERMES_TEST_GATEWAY_ONLY"] = "gateway-process-secret"  # the gateway's, never its servers'
@@ -118,3 +119,12 @@ def test_a_hang_is_held_to_the_gateways_deadline_and_a_crash_is_an_error(gw: Gat
                   {"account": ids["flaky"], "arguments": {"text": "back again"}})
     assert echoed.status_code == 200, echoed.text
     assert echoed.json()["result"]["result"] == "back again"
+
+
+def test_a_server_that_cannot_start_is_reported_and_leaves_the_other_apps_alone(gw: GatewayHarness) -> None:
+    token, _ = _person(gw)
+    broken = _api(gw, "GET", "/v1/connectors/broken/actions", token)
+    assert broken.status_code == 503 and broken.json()["code"] == "app_unavailable"
+    assert "MCP server is not ready" in broken.json()["error"]
+    apps = {a["app"]: a["actions"] for a in _api(gw, "GET", "/v1/connectors/apps", token).json()["apps"]}
+    assert apps["clock"] == 2 and apps["broken"] == 0

@@ -6,6 +6,7 @@ browser that started."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import sys
 import time
@@ -125,7 +126,9 @@ def _person(world: World) -> tuple[int, str]:
     return user.id, world.gw.token(name, ttl=24 * 3600)
 
 
-def test_connect_call_refresh_before_lapse_and_after_restart_then_reconnect(world: World) -> None:
+def test_connect_call_refresh_before_lapse_and_after_restart_then_reconnect(world: World,
+                                                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
     user_id, token = _person(world)
     status, (start, _, done) = world.connect(token, {"name": "work"})
     assert status["status"] == "connected", status
@@ -186,6 +189,9 @@ def test_connect_call_refresh_before_lapse_and_after_restart_then_reconnect(worl
     everything = "\n".join(world.texts)
     assert SECRET not in everything and "at-" not in everything and "rt-" not in everything
     assert "at-" not in creds[new["id"]] and "rt-" not in creds[new["id"]]
+    assert caplog.records  # the gateway and its HTTP clients did log
+    logged = caplog.text  # every log line of the gateway (and the test's clients), debug included
+    assert SECRET not in logged and "at-" not in logged and "rt-" not in logged
 
 
 def test_state_is_single_use_bound_to_the_browser_and_the_user(world: World) -> None:

@@ -14,6 +14,7 @@ The server's stderr goes to ``<state_dir>/logs/mcp/<app>.log`` (0600).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 from typing import TYPE_CHECKING, Any
@@ -70,18 +71,22 @@ class McpApps:
             self._listed[name].set()
 
     async def ready(self, name: str) -> None:
-        """Wait (up to the app's connect timeout) for the first listing of an MCP app's actions."""
+        """Wait (up to the app's connect timeout) for the first listing of an MCP app's actions; a server
+        whose first attempt already failed answers 503 at once (it is retried in the background)."""
+        from hermes.connectors.mcp.state import CONNECTING
+
         listed = self._listed.get(name)
         app = self.apps.get(name)
         if listed is None or listed.is_set() or app is None or app.config.mcp is None:
             return
-        try:
-            await asyncio.wait_for(listed.wait(), timeout=app.config.mcp.connect_timeout)
-        except TimeoutError:
-            state = self.connections[name].state
+        state = self.connections[name].state
+        if state.status == CONNECTING:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(listed.wait(), timeout=app.config.mcp.connect_timeout)
+        if not listed.is_set():
             why = f": {state.error}" if state.error else ""
             raise GatewayHTTPError(503, "app_unavailable",
-                                   f"{app.title}'s MCP server is not ready ({state.status}{why})") from None
+                                   f"{app.title}'s MCP server is not ready ({state.status}{why})")
 
     async def call(self, app: App, action: str, arguments: dict[str, Any], timeout: float) -> tuple[Any, int]:
         """The tool's result as the action's answer; a failure of the server is a 502 naming the app."""
