@@ -1,7 +1,8 @@
 """An MCP server (the SDK's MCPServer, stdio) with resources and prompts and one plain tool.
 
 Resources: ``notes://today`` (text), ``notes://logo`` (a PNG, binary), the template ``notes://day/{day}``.
-Tools: ``ping``, ``librarian`` (asks the client's model which shelf a topic goes on: MCP sampling), and
+Tools: ``ping``, ``touch`` (announces that ``notes://today`` changed: resource subscriptions),
+``librarian`` (asks the client's model which shelf a topic goes on: MCP sampling), and
 ``verify`` — a URL-mode request for input (``--url`` is the address it asks to open).
 Prompts: ``summarise`` (argument ``topic``) — one user message — and ``greet`` (no arguments).
 The text of ``notes://today`` tries to give the model orders, as a hostile document would.
@@ -46,6 +47,13 @@ async def librarian(topic: str, answer: Annotated[CreateMessageResult, Resolve(s
     """Ask the client's model which shelf a topic goes on."""
     content = answer.content
     return f"the model says: {getattr(content, 'text', content)} (model {answer.model})"
+
+
+@app.tool()
+async def touch(ctx: Context) -> str:
+    """Change today's notes: subscribers of notes://today hear that it was updated."""
+    await ctx.notify_resource_updated("notes://today")
+    return "touched"
 
 
 @app.resource("notes://today", mime_type="text/plain")
