@@ -280,4 +280,18 @@ def openapi_paths(errors: Callable[..., dict[str, Any]], prefix: str = "/relay/c
         },
         f"{base}/{{app}}/accounts/{{id}}/retire": {
             "parameters": params, "post": op("Retire an account (kept, listed, no longer used)", one, 400, 404)},
+        f"{base}/{{app}}/connect": {"post": op(
+            "Start connecting an account at the app's OAuth provider: open the answered url in the browser",
+            {"type": "object", "required": ["connect_id", "url", "expires_at"], "properties": {
+                "connect_id": text, "app": text, "app_title": text, "url": text, "expires_at": text}},
+            400, 404, 409, 413, parameters=params[:1], requestBody={"content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": False, "properties": {
+                    "name": {"type": "string", "pattern": NAME_PATTERN}, "replaces": text}}}}})},
+        f"{base}/connect/{{connect_id}}": {"get": op(
+            "How a connect flow of yours stands: pending, connected (with the account) or failed (with why)",
+            {"type": "object", "required": ["connect_id", "status"], "properties": {
+                "connect_id": text, "app": text, "account": account, "error": text,
+                "status": {"type": "string", "enum": ["pending", "connected", "failed"]}}}, 404,
+            parameters=[{"name": "connect_id", "in": "path", "required": True,
+                         "schema": {"type": "string", "pattern": "^cn_[0-9a-f]{24}$"}}])},
     }
