@@ -208,3 +208,31 @@ def test_watching_outside_a_session_is_refused(mcp_home: McpHome) -> None:
     reg = mcp_home.load()
     out = json.loads(reg.dispatch("mcp_library_resources_subscribe", {"uri": "notes://today"}))  # no session
     assert "needs a session" in out["error"]
+
+
+def test_servers_on_the_older_handshake_are_watched_with_resources_subscribe(mcp_home: McpHome) -> None:
+    import time
+
+    from hermes.tools.context import MODEL_NOTES_KEY
+    from tools.mcp.conftest import PY, SERVERS
+
+    legacy = {**stdio([PY, str(SERVERS / "library_server.py"), "--legacy-subscribe"]), "protocol": "legacy"}
+    mcp_home.configure({"library": legacy})
+    mcp_home.load()
+    assert mcp_home.settle("library")["library"].status == "ready"
+    session = mcp_home.session(mcp_home.load())
+    watching = json.loads(session.dispatch("mcp_library_resources_subscribe", {"uri": "notes://today"}).text)
+    assert "watching notes://today" in unwrap(watching["result"])
+    session.dispatch("mcp_library_touch", {})
+    notes: list[str] = []
+    for _ in range(200):  # the notification travels on its own, after the call's answer
+        notes += session.state[MODEL_NOTES_KEY]["mcp:resources"]()
+        if notes:
+            break
+        time.sleep(0.05)
+    assert len(notes) == 1 and "notes://today" in notes[0]
+    stopped = json.loads(session.dispatch("mcp_library_resources_unsubscribe", {"uri": "notes://today"}).text)
+    assert "no longer watching" in unwrap(stopped["result"])
+    session.dispatch("mcp_library_touch", {})
+    session.dispatch("mcp_library_ping", {})
+    assert session.state[MODEL_NOTES_KEY]["mcp:resources"]() == []

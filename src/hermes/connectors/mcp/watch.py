@@ -125,8 +125,9 @@ class Watcher:
             async with asyncio.timeout(timeout):
                 if added is not None:
                     await client.session.subscribe_resource(added)
-                if removed is not None:
-                    await client.session.unsubscribe_resource(removed)
+                if removed is not None:  # hermes stops telling at once; a server without the method is fine
+                    with contextlib.suppress(Exception):
+                        await client.session.unsubscribe_resource(removed)
 
     async def resume(self, client: Any, timeout: float) -> None:
         """(Re-)open the listen stream for every watched URI and wait for the server's acknowledgment
