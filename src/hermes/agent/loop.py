@@ -33,7 +33,7 @@ from hermes.agent.events import (
 )
 from hermes.agent.provider import CallOptions, ChatProvider, Completion, ToolCall
 from hermes.errors import TurnInterrupted
-from hermes.tools.context import SESSION_END_KEY
+from hermes.tools.context import MODEL_NOTES_KEY, SESSION_END_KEY
 from hermes.tools.registry import ToolRegistry
 from hermes.tools.results import ToolResult, error_json
 from hermes.tools.session import SessionContext, ToolSession
@@ -52,6 +52,8 @@ BUDGET_NOTE = (
 
 
 #: opens the user-role message that carries a tool's screenshots to the model (computer_use)
+#: how the notes tools ask to tell the model between steps begin (resource changes an MCP server announced)
+NEWS_NOTE = "[hermes] Came in while you worked (not from the person):"
 IMAGES_NOTE = "[hermes] The image(s) the tool call(s) above returned, for you only:"
 #: what an image becomes in the stored session and, once newer ones came, in the live history
 IMAGE_LEFT_OUT = "[hermes: an image from a tool, not kept]"
@@ -67,7 +69,7 @@ def from_the_person(message: dict[str, Any]) -> bool:
         return message.get("role") == "user" and not (
             isinstance(first, dict) and str(first.get("text", "")).startswith(IMAGES_NOTE))
     return message.get("role") == "user" and not (
-        isinstance(content, str) and content.startswith(BUDGET_NOTE.split("{n}", 1)[0]))
+        isinstance(content, str) and content.startswith((BUDGET_NOTE.split("{n}", 1)[0], NEWS_NOTE)))
 
 
 def _without_images(message: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +183,7 @@ class Agent:
         try:
             while iterations < self.config.max_iterations:
                 iterations += 1
+                self._tell_news()
                 completion = self._complete(self._definitions or None)
                 self.append(completion.as_message())
                 if not completion.tool_calls:
@@ -196,6 +199,17 @@ class Agent:
             self._keep_partial_answer()
             self.sink.emit(Notice("warning", "interrupted; the session is kept"))
             return self._finish("", iterations, "interrupted", calls_made)
+
+    def _tell_news(self) -> None:
+        """One user-role note with what the session's tools asked to tell the model before this step."""
+        lines: list[str] = []
+        for key, notes in list((self.state.get(MODEL_NOTES_KEY) or {}).items()):
+            try:
+                lines += [str(line) for line in notes()]
+            except Exception:
+                logger.warning("notes for the model from %s failed", key, exc_info=True)
+        if lines:
+            self.append({"role": "user", "content": NEWS_NOTE + "\n\n" + "\n\n".join(lines)})
 
     # -- model ----------------------------------------------------------------------------------------
     def _on_text(self, piece: str) -> None:

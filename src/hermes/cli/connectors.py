@@ -4,6 +4,10 @@
   account shows its display name; retired accounts are folded into one line unless ``--all``;
 * ``hermes connectors rename APP ACCOUNT NEW`` — ACCOUNT is the current name, the display name of an
   unnamed account, or its id; needs a portal that supports renaming;
+* ``hermes connectors connect APP [--name N] [--replaces ACCOUNT] [--no-browser]`` — connect an account
+  through the app's sign-in page (the gateway runs the OAuth flow; this command opens the page and waits
+  up to ten minutes for it to finish); ``--replaces`` reconnects a broken account under its name and
+  retires the old one;
 * ``hermes connectors remove APP ACCOUNT [--yes]`` — deletes one account after a confirmation. This
   command is the only way accounts are deleted: the agent has no tool for it.
 
@@ -32,6 +36,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("app", help="connector id, e.g. gmail")
     p.add_argument("account", help="current name, display name of an unnamed account, or id")
     p.add_argument("name", help="new name: 1-32 of a-z, 0-9, -, starting with a letter or digit")
+    p = sub.add_parser("connect", help="connect an account through the app's sign-in page (opens a browser)")
+    p.add_argument("app", help="connector id, e.g. gmail")
+    p.add_argument("--name", help="name for the new account (e.g. work)")
+    p.add_argument("--replaces", metavar="ACCOUNT", help="reconnect this account: the new one takes its name, "
+                                                         "the old one is retired")
+    p.add_argument("--no-browser", action="store_true", help="only print the link to open")
     p = sub.add_parser("remove", help="delete one account for good (asks first)")
     p.add_argument("app", help="connector id, e.g. gmail")
     p.add_argument("account", help="name, display name of an unnamed account, or id (retired: use the id)")
@@ -53,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
             return _rename(client, args)
         if command == "remove":
             return _remove(client, args)
+        if command == "connect":
+            return _connect(client, args)
         return _list(client, args)
 
 
@@ -139,3 +151,43 @@ def _remove(client: ConnectorClient, args: argparse.Namespace) -> int:
     client.delete(account)
     print(f"Removed {what}.")
     return 0
+
+
+#: how often ``connect`` asks whether the sign-in finished, and for how long (the gateway's flows last 10 min)
+POLL_EVERY = 1.0
+POLL_FOR = 600.0
+
+
+def _connect(client: ConnectorClient, args: argparse.Namespace) -> int:
+    import time
+
+    from hermes.connectors.accounts import ConnectorError, find_account
+
+    replaces = None
+    if args.replaces:
+        replaces = find_account(client.list(args.app).accounts, args.app, args.replaces).id
+    begun = client.connect(args.app, name=args.name, replaces=replaces)
+    title = begun.get("app_title") or args.app
+    print(f"Open this link to connect a {title} account (it works once, for ten minutes):\n  {begun['url']}",
+          flush=True)
+    if not args.no_browser:
+        import webbrowser
+
+        webbrowser.open(str(begun["url"]))
+    until = time.monotonic() + POLL_FOR
+    while time.monotonic() < until:
+        status = client.connect_status(str(begun["connect_id"]))
+        if status.get("status") == "connected":
+            account = status.get("account") or {}
+            label = account.get("name") or account.get("display_name") or "account"
+            print(f"Connected the {title} account {label} ({account.get('display_name', '')}).")
+            if replaces:
+                print(f"The account it replaces is retired; remove it with: hermes connectors remove {args.app} "
+                      f"{replaces}")
+            elif not account.get("name"):
+                print(f"Name it with: hermes connectors rename {args.app} {account.get('id')} NAME")
+            return 0
+        if status.get("status") == "failed":
+            raise ConnectorError(f"the {title} account was not connected: {status.get('error', 'the sign-in failed')}")
+        time.sleep(POLL_EVERY)
+    raise ConnectorError(f"the {title} sign-in did not finish within ten minutes; run the command again")

@@ -34,7 +34,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("auth", "auth", "provider credentials kept in auth.json: an OpenRouter key, a SuperGrok (xAI) login"),
     ("mcp", "mcp", "MCP servers whose tools the agent uses: list, add, remove, test"),
     ("browser", "browser", "the browser tools' vault of site logins: add, list, remove"),
-    ("connectors", "connectors", "your connector accounts (Gmail home, Gmail work…): list, rename, remove"),
+    ("connectors", "connectors", "your connector accounts (Gmail home, Gmail work…): list, connect, rename, remove"),
     ("video", "video", "stored video renders: list them, resume polling after a restart"),
     ("model", "model", "choose the inference provider and model (Nous: offers the Tool Gateway)"),
     ("status", "status", "model endpoint and tool routing; --full: toolsets, storage, scheduler, sandbox"),

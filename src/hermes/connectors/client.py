@@ -208,6 +208,16 @@ class ConnectorClient:
         return self.request("POST", f"/v1/connectors/{quote(_check_app(app))}/actions/{quote(action, safe='')}",
                             body, timeout=CALL_WAIT)
 
+    # -- connecting (the gateway runs the app's OAuth flow; the person's browser signs in) ---------------
+    def connect(self, app: str, *, name: str | None = None, replaces: str | None = None) -> dict[str, Any]:
+        """Start connecting an account: ``{"connect_id", "url", "expires_at"}``; open ``url`` in a browser."""
+        body = {k: v for k, v in (("name", name), ("replaces", replaces)) if v is not None}
+        return self.request("POST", f"/v1/connectors/{quote(_check_app(app))}/connect", body)
+
+    def connect_status(self, connect_id: str) -> dict[str, Any]:
+        """``{"status": "pending" | "connected" | "failed", "account"?, "error"?}`` of a flow this user started."""
+        return self.request("GET", f"/v1/connectors/connect/{quote(connect_id, safe='')}")
+
     @staticmethod
     def _one(data: Mapping[str, Any], key: str) -> Account:
         item = data.get(key)

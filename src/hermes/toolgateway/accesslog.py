@@ -34,7 +34,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hermes.redact import redact
 
 _SECRET_PARAM = re.compile(
-    r"token|key|secret|code|login|pass|pwd|sig|auth|session|jwt|credential|bearer|otp|policy", re.IGNORECASE)
+    r"token|key|secret|code|state|ticket|login|pass|pwd|sig|auth|session|jwt|credential|bearer|otp|policy",
+    re.IGNORECASE)
 #: tokens this gateway issues (refresh tokens, login links, the admin token) and JSON web tokens
 _OWN_TOKEN = re.compile(r"^(?:rt_|ll_|gwadm_)[A-Za-z0-9_-]{8,}$|^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.")
 #: long random strings: 32+ URL-safe characters (base64url, hex)

@@ -289,6 +289,16 @@ def _vendor_relay(label: str, reader: TableReader, env: Mapping[str, str]) -> Ve
     )
 
 
+def _oauth_redirect(top: TableReader) -> str | None:
+    """``[connectors] oauth_redirect_uri``, else ``public_url`` + the callback path (else None: each OAuth app
+    must name its own ``redirect_uri``)."""
+    from hermes.toolgateway.connector_oauth import CALLBACK_PATH
+
+    public = top.text("public_url")
+    fallback = public.rstrip("/") + CALLBACK_PATH if public else None
+    return top.table("connectors").text("oauth_redirect_uri") or fallback
+
+
 def load_config(
     path: Path | None = None,
     *,
@@ -374,5 +384,6 @@ def load_config(
         modal=sandbox_config(tables["modal"]),
         connector_rename=top.table("connectors").flag("rename", True),
         connector_apps=app_configs(top.table("connectors").table("apps").data,
-                                   path.parent if path is not None else Path.cwd()),
+                                   path.parent if path is not None else Path.cwd(), environ,
+                                   _oauth_redirect(top)),
     )

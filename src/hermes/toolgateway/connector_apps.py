@@ -20,10 +20,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from hermes.errors import ConfigError
+
+if TYPE_CHECKING:
+    from hermes.toolgateway.connector_oauth import OAuthProvider
 
 METHODS = ("get", "post", "put", "patch", "delete")
 ACTION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -36,11 +39,31 @@ class AppConfig:
     """``[connectors.apps.<app>]``: where the app's document is and how its token is sent."""
 
     app: str
-    openapi: Path
+    #: the OpenAPI document (a REST app), or None for an app served by an MCP server (``mcp``)
+    openapi: Path | None
     base_url: str | None = None
     title: str | None = None
     auth_header: str = "authorization"
     auth_scheme: str = "Bearer"
+    #: ``[connectors.apps.<app>.oauth]``: the provider people connect accounts at (None: operator-recorded)
+    oauth: OAuthProvider | None = None
+    #: ``[connectors.apps.<app>.mcp]``: the stdio MCP server the gateway runs for this app
+    mcp: McpAppConfig | None = None
+
+
+@dataclass(frozen=True)
+class McpAppConfig:
+    """``[connectors.apps.<app>.mcp]``: ``command``, ``args``, ``env``, ``cwd``, ``timeout`` (seconds per
+    call, at most the 5-minute deadline) and ``connect_timeout``. One server process serves every account
+    of the app (it holds its own credentials, from ``env``); it sees only the SDK's default environment
+    plus ``env``, never the gateway's."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    cwd: str | None = None
+    timeout: float = 120.0
+    connect_timeout: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -199,7 +222,12 @@ def parse_document(config: AppConfig, document: Mapping[str, Any]) -> App:
 
 
 def load_app(config: AppConfig) -> App:
-    """Read and parse ``config.openapi`` (JSON, or YAML by suffix)."""
+    """Read and parse ``config.openapi`` (JSON, or YAML by suffix); an MCP app has its actions listed by
+    its server when the gateway starts (:mod:`hermes.toolgateway.relays.connector_mcp`)."""
+    if config.openapi is None:
+        from hermes.connectors.naming import app_title
+
+        return App(config, "", config.title or app_title(config.app) or config.app, {})
     try:
         raw = config.openapi.read_bytes()
     except OSError as exc:
@@ -220,10 +248,28 @@ def load_app(config: AppConfig) -> App:
     return parse_document(config, document)
 
 
-def app_configs(table: Mapping[str, Any], base: Path) -> dict[str, AppConfig]:
-    """``[connectors.apps]`` of the gateway config (relative paths from ``base``, the config's folder)."""
+def _mcp_config(read: Any) -> McpAppConfig | None:
+    if read.value("mcp") is None:
+        return None
+    mcp = read.table("mcp")
+    command = mcp.text("command")
+    if not command:
+        raise mcp.fail("command", "is required (the MCP server's program)")
+    env = mcp.value("env", {})
+    if not isinstance(env, Mapping) or not all(isinstance(v, str) for v in env.values()):
+        raise mcp.fail("env", "must be a table of strings")
+    return McpAppConfig(command, mcp.strings("args", ()), {str(k): v for k, v in env.items()}, mcp.text("cwd"),
+                        mcp.number("timeout", 120.0, minimum=1.0, maximum=300.0),
+                        mcp.number("connect_timeout", 30.0, minimum=1.0, maximum=300.0))
+
+
+def app_configs(table: Mapping[str, Any], base: Path, env: Mapping[str, str] | None = None,
+                default_redirect: str | None = None) -> dict[str, AppConfig]:
+    """``[connectors.apps]`` of the gateway config (relative paths from ``base``, the config's folder;
+    ``env`` for the OAuth client secrets, ``default_redirect`` the callback URL when an app names none)."""
     from hermes.connectors.naming import valid_app
     from hermes.toolgateway.configread import TableReader
+    from hermes.toolgateway.connector_oauth import provider_config
 
     out: dict[str, AppConfig] = {}
     for app, raw in table.items():
@@ -233,11 +279,17 @@ def app_configs(table: Mapping[str, Any], base: Path) -> dict[str, AppConfig]:
             raise ConfigError(f"gateway config: connectors.apps.{app} must be a table")
         read = TableReader(raw, f"connectors.apps.{app}.")
         spec = read.text("openapi")
-        if not spec:
-            raise ConfigError(f"gateway config: connectors.apps.{app}.openapi is required (the OpenAPI document)")
-        path = Path(spec).expanduser()
-        out[str(app)] = AppConfig(str(app), path if path.is_absolute() else base / path, read.text("base_url"),
-                                  read.text("title"), (read.text("auth_header", "authorization") or
-                                                       "authorization").lower(),
-                                  read.text("auth_scheme", "Bearer") or "")
+        mcp = _mcp_config(read)
+        if not spec and mcp is None:
+            raise ConfigError(f"gateway config: connectors.apps.{app}.openapi is required (the OpenAPI document), "
+                              "or an [mcp] table (the MCP server the gateway runs for the app)")
+        if spec and mcp is not None:
+            raise ConfigError(f"gateway config: connectors.apps.{app} has both openapi and mcp; give one")
+        path = Path(spec).expanduser() if spec else None
+        oauth = (provider_config(read.table("oauth"), env or {}, default_redirect)
+                 if read.value("oauth") is not None else None)
+        out[str(app)] = AppConfig(str(app), path if path is None or path.is_absolute() else base / path,
+                                  read.text("base_url"), read.text("title"),
+                                  (read.text("auth_header", "authorization") or "authorization").lower(),
+                                  read.text("auth_scheme", "Bearer") or "", oauth, mcp)
     return out

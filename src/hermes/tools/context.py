@@ -57,6 +57,18 @@ def on_session_end(kw: dict[str, Any], key: str, callback: Callable[[], object])
         session.state.setdefault(SESSION_END_KEY, {}).setdefault(key, callback)
 
 
+#: per-session callables the agent asks before each model step for notes to the model (``on_model_step``)
+MODEL_NOTES_KEY = "model_notes"
+
+
+def on_model_step(kw: dict[str, Any], key: str, notes: Callable[[], list[str]]) -> None:
+    """Ask ``notes`` before each of the calling session's model steps; what it returns (lines of text,
+    often none) is told to the model in one note. One callable per ``key``; nothing without a session."""
+    session = session_of(kw)
+    if session is not None:
+        session.state.setdefault(MODEL_NOTES_KEY, {}).setdefault(key, notes)
+
+
 def session_of(kw: dict[str, Any]) -> SessionView | None:
     """The calling session, or None outside one (the catalog's ``registry.dispatch`` passes none)."""
     session: SessionView | None = kw.get("session")

@@ -22,20 +22,21 @@ from hermes.toolgateway.portal.accounts import User
 from hermes.toolgateway.services import Gateway
 
 
-def gateway_config(home: Path, *, firecrawl: dict[str, Any] | None = None, **top: Any) -> GatewayConfig:
+def gateway_config(home: Path, *, firecrawl: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+                   **top: Any) -> GatewayConfig:
     overrides: dict[str, Any] = {"access_log": "off", **top}
     for key, value in (firecrawl or {}).items():
         overrides[f"firecrawl.{key}"] = value
-    return load_config(None, overrides=overrides, env={}, home=home)
+    return load_config(None, overrides=overrides, env=env or {}, home=home)
 
 
 class GatewayHarness:
-    def __init__(self, home: Path, *, clock: Callable[[], float] | None = None, **config: Any) -> None:
+    def __init__(self, home: Path, *, clock: Callable[[], float] | None = None, port: int = 0, **config: Any) -> None:
         self.config = gateway_config(home, **config)
         self.side = Gateway(self.config).open()
         served = Gateway(self.config, clock=clock) if clock is not None else None  # an injected clock
         self.app = create_app(self.config, gateway=served)
-        self.server = ServerThread(self.app, lifespan="on")
+        self.server = ServerThread(self.app, lifespan="on", port=port)
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self) -> GatewayHarness:

@@ -14,10 +14,10 @@ import uvicorn
 class ServerThread:
     """``with ServerThread(app) as srv: httpx.get(srv.url + "/path")`` — real HTTP, real lifespan."""
 
-    def __init__(self, app: Any, *, lifespan: Literal["auto", "on", "off"] = "auto") -> None:
+    def __init__(self, app: Any, *, lifespan: Literal["auto", "on", "off"] = "auto", port: int = 0) -> None:
         self.app = app
         self.lifespan = lifespan
-        self.port = 0
+        self.port = port  # 0: an ephemeral one
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -32,7 +32,7 @@ class ServerThread:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan=self.lifespan,
                                 timeout_graceful_shutdown=2, backlog=1024)

@@ -161,3 +161,78 @@ def test_sampling_asks_the_person_then_the_sessions_model(mcp_home: McpHome, mod
     denied = json.loads([m for m in agent.messages if m["role"] == "tool"][-1]["content"])
     assert "the person did not allow it" in denied["error"] and len(server.requests) == 6  # no sampling request
     agent.close()
+
+
+def test_a_watched_resource_that_changes_is_told_to_the_model_before_its_next_step(mcp_home: McpHome,
+                                                                                    model_server: Any) -> None:
+    from fakes.model_server import Reply, call
+    from hermes.agent.events import RecordingSink
+    from hermes.agent.loop import NEWS_NOTE, from_the_person
+    from hermes.agent.session import new_agent
+    from hermes.tools.registry import ToolRegistry
+    from hermes.tools.toolsets import Surface
+
+    server = model_server([call("mcp_library_resources_subscribe", {"uri": "notes://today"}),
+                           call("mcp_library_touch", {}), call("mcp_library_ping", {}), Reply(content="noted"),
+                           call("mcp_library_resources_unsubscribe", {"uri": "notes://today"}),
+                           call("mcp_library_touch", {}), call("mcp_library_ping", {}), Reply(content="quiet")])
+    mcp_home.configure({"library": LIBRARY}, model={"base_url": server.url, "name": "m", "max_retries": 0})
+    mcp_home.load()
+    assert mcp_home.settle("library")["library"].status == "ready"
+    agent = new_agent(mcp_home.settings(), Surface.ONESHOT, RecordingSink(), requested=["mcp-library"],
+                      reg=ToolRegistry())
+    assert {"mcp_library_resources_subscribe", "mcp_library_resources_unsubscribe"} <= {
+        d["function"]["name"] for d in agent.tool_definitions}
+    assert agent.run_turn("watch today's notes").final == "noted"
+    notes = [m for m in agent.messages if m["role"] == "user" and str(m["content"]).startswith(NEWS_NOTE)]
+    assert len(notes) == 1 and not from_the_person(notes[0])
+    assert "MCP server 'library' says these watched resources changed" in notes[0]["content"]
+    assert "notes://today" in notes[0]["content"] and "Untrusted content from mcp:library" in notes[0]["content"]
+    # the model saw it in the request after the change, never before the subscription
+    seen = [any(str(m.get("content", "")).startswith(NEWS_NOTE) for m in r["messages"]) for r in server.requests]
+    assert seen[:2] == [False, False] and seen[-1] is True
+    tool_text = [json.loads(m["content"]) for m in agent.messages if m["role"] == "tool"]
+    assert "watching notes://today" in unwrap(tool_text[0]["result"])
+    # unsubscribed: a change is not told any more
+    assert agent.run_turn("stop watching").final == "quiet"
+    later = [m for m in agent.messages if m["role"] == "user" and str(m["content"]).startswith(NEWS_NOTE)]
+    assert len(later) == 1
+    agent.close()
+    assert not mcp_home.manager.connection("library").watch.watched
+
+
+def test_watching_outside_a_session_is_refused(mcp_home: McpHome) -> None:
+    mcp_home.configure({"library": LIBRARY})
+    mcp_home.load()
+    assert mcp_home.settle("library")["library"].status == "ready"
+    reg = mcp_home.load()
+    out = json.loads(reg.dispatch("mcp_library_resources_subscribe", {"uri": "notes://today"}))  # no session
+    assert "needs a session" in out["error"]
+
+
+def test_servers_on_the_older_handshake_are_watched_with_resources_subscribe(mcp_home: McpHome) -> None:
+    import time
+
+    from hermes.tools.context import MODEL_NOTES_KEY
+    from tools.mcp.conftest import PY, SERVERS
+
+    legacy = {**stdio([PY, str(SERVERS / "library_server.py"), "--legacy-subscribe"]), "protocol": "legacy"}
+    mcp_home.configure({"library": legacy})
+    mcp_home.load()
+    assert mcp_home.settle("library")["library"].status == "ready"
+    session = mcp_home.session(mcp_home.load())
+    watching = json.loads(session.dispatch("mcp_library_resources_subscribe", {"uri": "notes://today"}).text)
+    assert "watching notes://today" in unwrap(watching["result"])
+    session.dispatch("mcp_library_touch", {})
+    notes: list[str] = []
+    for _ in range(200):  # the notification travels on its own, after the call's answer
+        notes += session.state[MODEL_NOTES_KEY]["mcp:resources"]()
+        if notes:
+            break
+        time.sleep(0.05)
+    assert len(notes) == 1 and "notes://today" in notes[0]
+    stopped = json.loads(session.dispatch("mcp_library_resources_unsubscribe", {"uri": "notes://today"}).text)
+    assert "no longer watching" in unwrap(stopped["result"])
+    session.dispatch("mcp_library_touch", {})
+    session.dispatch("mcp_library_ping", {})
+    assert session.state[MODEL_NOTES_KEY]["mcp:resources"]() == []

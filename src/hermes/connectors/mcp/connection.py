@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from hermes.config.paths import open_private_log
 from hermes.connectors.mcp.config import McpServerConfig
 from hermes.connectors.mcp.elicit import Asker, InFlight, answer
-from hermes.connectors.mcp.extras import RESERVED, utility_tools
+from hermes.connectors.mcp.extras import RESERVED, RESOURCES_SUBSCRIBE, WATCHING, utility_tools
 from hermes.connectors.mcp.extras import run as run_extra
 from hermes.connectors.mcp.schema import MAX_TOOLS_PER_SERVER
 from hermes.connectors.mcp.state import (
@@ -37,6 +37,7 @@ from hermes.connectors.mcp.state import (
     McpTool,
     ServerState,
 )
+from hermes.connectors.mcp.watch import Watcher
 from hermes.errors import McpError
 from hermes.redact import redact
 
@@ -82,6 +83,8 @@ class Connection:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self._in_flight = InFlight()
+        #: the sessions' resource subscriptions on this server (kept across reconnects)
+        self.watch = Watcher(config.name)
 
     # -- lifecycle (on the manager's loop) -----------------------------------------------------------
     def start(self) -> None:
@@ -178,8 +181,15 @@ class Connection:
                 self._ready.set()
                 await self._attempt_ended()
                 try:
+                    if self.watch.watched:  # a reconnect: the new connection listens for what the old one did
+                        try:
+                            await self.watch.resume(client, deadline)
+                        except Exception as exc:
+                            logger.info("MCP server %s: resource subscriptions not resumed: %s", self.config.name,
+                                        self._mask(describe_error(exc)))
                     await self._broken.wait()
                 finally:
+                    await self.watch.stop()
                     self._client = None
                     self._ready.clear()
 
@@ -252,6 +262,11 @@ class Connection:
     async def _on_message(self, message: Any) -> None:
         """A server's ``notifications/tools/list_changed`` refreshes the listing."""
         root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":  # older servers' subscriptions
+            uri = getattr(getattr(root, "params", None), "uri", None)
+            if uri is not None:
+                self.watch.record(str(uri))
+            return
         if getattr(root, "method", None) == "notifications/tools/list_changed" and self._client is not None:
             client = self._client
 
@@ -275,9 +290,10 @@ class Connection:
         return await sample(self._in_flight, self.config.name, params, self.config.sampling_max_tokens)
 
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float | None = None,
-                   asker: Asker | None = None) -> Any:
+                   asker: Asker | None = None, subscriber: str | None = None) -> Any:
         """The server's ``CallToolResult`` for one call; every failure is :class:`McpError` naming the server.
-        ``asker`` answers the server's requests for input during the call (None: nobody can)."""
+        ``asker`` answers the server's requests for input during the call (None: nobody can); ``subscriber``
+        is the calling session, for ``resources/subscribe`` and ``resources/unsubscribe``."""
         name = self.config.name
         if self._stopping:
             raise McpError(f"MCP server '{name}' is stopped")
@@ -301,11 +317,18 @@ class Connection:
         try:
             with self._in_flight.during(asker):
                 async with asyncio.timeout(limit + 1):
+                    if tool in WATCHING:
+                        if subscriber is None:
+                            raise McpError(f"MCP server '{name}': only a session can watch resources")
+                        change = self.watch.subscribe if tool == RESOURCES_SUBSCRIBE else self.watch.unsubscribe
+                        return await change(client, str(arguments["uri"]), subscriber, limit)
                     if tool in RESERVED:
                         return await run_extra(client, tool, arguments)
                     return await client.call_tool(tool, arguments, read_timeout_seconds=limit)
         except TimeoutError:
             raise McpError(f"MCP server '{name}' did not answer '{tool}' within {limit:g} s") from None
+        except McpError as exc:  # hermes's own refusal (the resource watch): the connection is fine
+            raise McpError(self._mask(str(exc))) from None
         except Exception as exc:
             from mcp import MCPError
 

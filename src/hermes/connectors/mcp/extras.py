@@ -1,5 +1,7 @@
 """A server's resources and prompts as four tools: ``resources/list``, ``resources/read``, ``prompts/list``,
-``prompts/get`` (offered as ``mcp_<server>_resources_list`` and so on).
+``prompts/get`` (offered as ``mcp_<server>_resources_list`` and so on), and ``resources/subscribe`` /
+``resources/unsubscribe`` when the server can tell when a resource changed (the connection keeps the
+subscriptions: :mod:`hermes.connectors.mcp.watch`).
 
 They are added to a server's listing only when its handshake advertises the ``resources`` or ``prompts``
 capability, and the server's entry does not switch them off (``tools.resources: false``,
@@ -17,18 +19,24 @@ from typing import Any
 from hermes.connectors.mcp.state import McpTool
 
 RESOURCES_LIST, RESOURCES_READ = "resources/list", "resources/read"
+RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE = "resources/subscribe", "resources/unsubscribe"
 PROMPTS_LIST, PROMPTS_GET = "prompts/list", "prompts/get"
-RESERVED = frozenset({RESOURCES_LIST, RESOURCES_READ, PROMPTS_LIST, PROMPTS_GET})
+#: handled by the connection itself (it keeps who watches what), not by :func:`run`
+WATCHING = frozenset({RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE})
+RESERVED = frozenset({RESOURCES_LIST, RESOURCES_READ, PROMPTS_LIST, PROMPTS_GET, *WATCHING})
 #: pages read from one listing at most (a server that keeps paging is cut off)
 PAGE_CAP = 20
 _NO_ARGS: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": False}
+_URI: dict[str, Any] = {"type": "object", "properties": {"uri": {"type": "string", "minLength": 1, "maxLength": 2048}},
+                        "required": ["uri"], "additionalProperties": False}
 
 _TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     RESOURCES_LIST: ("List the server's resources (documents, files, records it can show): uri, name, "
                      "description, mime type; and its resource templates.", _NO_ARGS),
-    RESOURCES_READ: ("Read one of the server's resources by its uri (from resources_list).",
-                     {"type": "object", "properties": {"uri": {"type": "string", "minLength": 1, "maxLength": 2048}},
-                      "required": ["uri"], "additionalProperties": False}),
+    RESOURCES_READ: ("Read one of the server's resources by its uri (from resources_list).", _URI),
+    RESOURCES_SUBSCRIBE: ("Watch one of the server's resources by its uri: when the server says it changed, you "
+                          "are told before your next step (read it again with resources_read).", _URI),
+    RESOURCES_UNSUBSCRIBE: ("Stop watching a resource (see resources_subscribe).", _URI),
     PROMPTS_LIST: ("List the server's prompt templates: name, description and their arguments.", _NO_ARGS),
     PROMPTS_GET: ("Get one of the server's prompts filled in with its arguments (strings): its messages.",
                   {"type": "object", "properties": {
@@ -57,6 +65,8 @@ async def utility_tools(client: Any, *, resources: bool, prompts: bool) -> list[
             continue
         if has:
             out += [McpTool(name, *_TOOLS[name]) for name in names]
+            if capability == "resources" and getattr(capabilities.resources, "subscribe", None):
+                out += [McpTool(name, *_TOOLS[name]) for name in (RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE)]
     return out
 
 

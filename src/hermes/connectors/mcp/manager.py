@@ -147,19 +147,34 @@ class McpManager:
 
     # -- calls ---------------------------------------------------------------------------------------------
     def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float | None = None,
-             asker: Asker | None = None) -> Any:
-        """The server's result for one call, from any thread; failures raise :class:`McpError`."""
+             asker: Asker | None = None, subscriber: str | None = None) -> Any:
+        """The server's result for one call, from any thread; failures raise :class:`McpError`.
+        ``subscriber`` names the calling session (resource subscriptions)."""
         conn = self.connection(server)
         if conn is None:
             disabled = server in self._disabled
             raise McpError(f"MCP server '{server}' is {'disabled in config.yaml' if disabled else 'not configured'}")
         limit = (timeout or conn.config.timeout) + conn.config.connect_timeout + _CALL_MARGIN
-        future = self._submit(conn.call(tool, arguments, timeout, asker))
+        future = self._submit(conn.call(tool, arguments, timeout, asker, subscriber))
         try:
             return future.result(limit)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise McpError(f"MCP server '{server}' did not answer '{tool}' in time") from None
+
+    def take_updates(self, subscriber: str) -> dict[str, list[str]]:
+        """Per server, the watched resources that changed since ``subscriber`` last asked (any thread)."""
+        with self._lock:
+            conns = list(self._connections.items())
+        return {name: uris for name, conn in conns if (uris := conn.watch.take(subscriber))}
+
+    def forget_subscriber(self, subscriber: str) -> None:
+        """A session ended: its subscriptions and queued changes go (the servers' streams follow at the next
+        change of what is watched)."""
+        with self._lock:
+            conns = list(self._connections.values())
+        for conn in conns:
+            conn.watch.forget(subscriber)
 
     def close(self, timeout: float = 10.0) -> None:
         """Stop every server (bounded) and the loop."""

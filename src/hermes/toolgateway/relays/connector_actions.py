@@ -94,6 +94,13 @@ class ConnectorActions:
         self.apps = dict(apps)
         self.calls = JobTable(lambda: gateway.conn, NAMESPACE, ttl=CALL_KEPT, clock=gateway.clock)
         self._inflight: dict[tuple[str, str], asyncio.Task[dict[str, Any]]] = {}
+        from hermes.toolgateway.relays.connector_tokens import TokenKeeper
+
+        self.tokens = TokenKeeper(gateway)
+        from hermes.toolgateway.relays.connector_mcp import McpApps
+
+        #: the MCP servers of ``[connectors.apps.<app>.mcp]`` apps (their actions fill ``self.apps``)
+        self.mcp = McpApps(gateway, self.apps)
 
     # -- reading -------------------------------------------------------------------------------------
     def app(self, name: str) -> App:
@@ -207,7 +214,7 @@ class ConnectorActions:
         reservation = None
         try:
             reservation = await gw.meter.reserve_async(principal.user.id, CATEGORY, 1, limit, gw.clock())
-            result, upstream = await self._send(store, req)
+            result, upstream = await self._send(store, req, deadline)
             status = 200
         except QuotaExceeded as exc:
             status = 429
@@ -232,21 +239,34 @@ class ConnectorActions:
                 "fingerprint": req.fingerprint, "started": repr(started), "deadline": repr(deadline), "answer": text})
         return answer
 
-    async def _send(self, store: ConnectorStore, req: CallRequest) -> tuple[Any, int]:
+    async def _send(self, store: ConnectorStore, req: CallRequest, deadline: float) -> tuple[Any, int]:
+        """Send the action with the account's token; an OAuth account's token refused with 401 is refreshed
+        once and the action sent again. An MCP app's action is a call of its server's tool."""
+        if req.app.config.mcp is not None:
+            timeout = min(req.app.config.mcp.timeout, max(0.0, deadline - self.gateway.clock()))
+            return await self.mcp.call(req.app, req.action.name, req.arguments, timeout)
+        token = await self.tokens.current(store, req.app, req.account)
+        status, raw = await self._request(req, token.access_token)
+        if status == 401 and req.app.config.oauth is not None and token.refresh_token:
+            token = await self.tokens.current(store, req.app, req.account, force=True)
+            status, raw = await self._request(req, token.access_token)
+        try:
+            result: Any = json.loads(raw) if raw else None
+        except ValueError:
+            result = raw.decode("utf-8", "replace")
+        if status >= 400:
+            shown = (json.dumps(result, ensure_ascii=False) if not isinstance(result, str) else result)[:300]
+            from hermes.redact import redact
+
+            shown = redact(shown, [t for t in (token.access_token, token.refresh_token) if t])
+            raise GatewayHTTPError(502, "app_error", f"{req.app.title} answered HTTP {status}: {shown}",
+                                   extra={"app_status": status})
+        return result, status
+
+    async def _request(self, req: CallRequest, token: str) -> tuple[int, bytes]:
         import httpx
 
-        from hermes.toolgateway.storage.sealed import SealedError, unseal
-
         gw = self.gateway
-        sealed = store.credential(req.account.user_id, req.account.id)
-        if sealed is None:
-            raise GatewayHTTPError(409, "no_credential", f"the {req.app.title} account "
-                                   f"{req.account.name or req.account.display_name} has no token on this gateway; "
-                                   "reconnect it")
-        try:
-            token = unseal(gw.sealing_key, req.account.id, sealed)
-        except SealedError as exc:
-            raise GatewayHTTPError(503, "credential_unreadable", str(exc)) from None
         method, url, query, body = req.action.request(req.app.base_url, req.arguments)
         cfg = req.app.config
         headers = {cfg.auth_header: f"{cfg.auth_scheme} {token}".strip(), "accept": "application/json"}
@@ -265,14 +285,4 @@ class ConnectorActions:
         except httpx.HTTPError as exc:
             raise GatewayHTTPError(502, "app_unreachable",
                                    f"cannot reach {req.app.title}: {type(exc).__name__}") from None
-        raw = b"".join(chunks)
-        try:
-            result: Any = json.loads(raw) if raw else None
-        except ValueError:
-            result = raw.decode("utf-8", "replace")
-        if resp.status_code >= 400:
-            shown = (json.dumps(result, ensure_ascii=False) if not isinstance(result, str) else result)[:300]
-            shown = shown.replace(token, "[redacted]") if token else shown
-            raise GatewayHTTPError(502, "app_error", f"{req.app.title} answered HTTP {resp.status_code}: {shown}",
-                                   extra={"app_status": resp.status_code})
-        return result, resp.status_code
+        return resp.status_code, b"".join(chunks)

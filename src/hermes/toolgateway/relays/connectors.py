@@ -20,14 +20,17 @@ A caller only ever sees their own accounts: another user's account id answers 40
     GET    /v1/connectors/{app}/actions[/{action}]     an app's actions; one with its input schema
     POST   /v1/connectors/{app}/actions/{action}       run one for one of the caller's accounts
 
-The actions are described by OpenAPI documents in the gateway config and run by
-:mod:`.connector_actions` (metered, with the gateway-held 5-minute deadline). Accounts and their
-provider tokens are recorded by the operator (``hermes toolgateway connectors add … --token-env``):
-this gateway does not run the OAuth connect flow against Gmail and the like yet.
+The actions are described by OpenAPI documents in the gateway config, or listed by an MCP server the
+gateway runs for the app, and run by :mod:`.connector_actions` (metered, with the gateway-held 5-minute
+deadline). Accounts are connected by their holders through the app's OAuth2 provider
+(:mod:`.connector_connect`: ``POST /v1/connectors/{app}/connect``, then the browser's
+``/v1/connectors/oauth/start`` and ``/callback``), or recorded by the operator with a token
+(``hermes toolgateway connectors add … --token-env``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -63,7 +66,13 @@ ENDPOINTS: tuple[tuple[str, str], ...] = (
     ("GET", "/v1/connectors/{app}/actions"),
     ("GET", "/v1/connectors/{app}/actions/{action}"),
     ("POST", "/v1/connectors/{app}/actions/{action}"),
+    ("POST", "/v1/connectors/{app}/connect"),
+    ("GET", "/v1/connectors/connect/{connect_id}"),
+    ("GET", "/v1/connectors/oauth/start"),
+    ("GET", "/v1/connectors/oauth/callback"),
 )
+#: the browser's half of the connect flow: no gateway token (the flow's state and cookie bind it)
+_BROWSER_KINDS = {"oauth_start", "oauth_callback"}
 _ACTION_KINDS = ("apps", "actions", "action")
 
 
@@ -80,6 +89,12 @@ def _route(path: str) -> tuple[str, tuple[str, ...], str | None, str | None]:
             return "all", ("GET",), None, None
         if rest == ["apps"]:
             return "apps", ("GET",), None, None
+        if rest in (["oauth", "start"], ["oauth", "callback"]):
+            return f"oauth_{rest[1]}", ("GET",), None, None
+        if len(rest) == 2 and rest[0] == "connect" and rest[1].startswith("cn_"):
+            return "connect_status", ("GET",), None, rest[1]
+        if len(rest) == 2 and rest[1] == "connect":
+            return "connect", ("POST",), rest[0], None
         if len(rest) == 2 and rest[1] == "actions":
             return "actions", ("GET",), rest[0], None
         if len(rest) == 3 and rest[1] == "actions":
@@ -103,9 +118,15 @@ class ConnectorAPI(Relay):
         super().__init__(gateway)
         from hermes.toolgateway.connector_apps import load_app
         from hermes.toolgateway.relays.connector_actions import ConnectorActions
+        from hermes.toolgateway.relays.connector_connect import ConnectFlow
 
         apps = {name: load_app(cfg) for name, cfg in gateway.config.connector_apps.items()}
         self.actions = ConnectorActions(gateway, apps)
+        self.connect = ConnectFlow(gateway, apps)
+        self.actions.mcp.start()  # the MCP apps' servers (built in the lifespan: the loop is running)
+
+    async def aclose(self) -> None:
+        await self.actions.mcp.aclose()
 
     def operations(self) -> Sequence[Operation]:
         return ()  # routed by :func:`_route`: the paths carry parameters
@@ -144,13 +165,15 @@ class ConnectorAPI(Relay):
     async def _handle(self, scope: Scope, receive: Receive) -> Response:
         gw = self.gateway
         headers = Headers(scope=scope)
-        principal = gw.auth.authenticate(extract_token(headers, self.token_sources))
-        scope.setdefault("state", {})["gw_user"] = principal.user.uid
         kind, methods, app, account_id = _route(scope["path"])
         method = scope["method"]
         if method not in methods:
             raise GatewayHTTPError(405, "method_not_allowed", f"use {', '.join(methods)} on {scope['path']}",
                                    headers={"allow": ", ".join(methods)})
+        if kind in _BROWSER_KINDS:
+            return await (self.connect.start(scope) if kind == "oauth_start" else self.connect.callback(scope))
+        principal = gw.auth.authenticate(extract_token(headers, self.token_sources))
+        scope.setdefault("state", {})["gw_user"] = principal.user.uid
         self.authorize(principal)
         wait = gw.limiter.acquire(principal.rate_key)
         if wait > 0:
@@ -159,8 +182,16 @@ class ConnectorAPI(Relay):
         body = await read_body(scope, receive, headers, MAX_BODY if kind not in _ACTION_KINDS else
                                self.max_request_bytes())
         try:
+            for name in [str(app)] if app is not None else list(self.actions.mcp.connections):
+                if kind in _ACTION_KINDS:  # an MCP app's actions are its server's first tool listing
+                    with contextlib.suppress(GatewayHTTPError) if app is None else contextlib.nullcontext():
+                        await self.actions.mcp.ready(name)
             if kind == "apps":
                 return self.actions.listing()
+            if kind == "connect":
+                return await self.connect.begin(principal, self.store, str(app), body)
+            if kind == "connect_status":
+                return await self.connect.status(principal, str(account_id))
             if kind == "actions":
                 return self.actions.actions(str(app))
             if kind == "action" and method == "GET":
@@ -249,4 +280,18 @@ def openapi_paths(errors: Callable[..., dict[str, Any]], prefix: str = "/relay/c
         },
         f"{base}/{{app}}/accounts/{{id}}/retire": {
             "parameters": params, "post": op("Retire an account (kept, listed, no longer used)", one, 400, 404)},
+        f"{base}/{{app}}/connect": {"post": op(
+            "Start connecting an account at the app's OAuth provider: open the answered url in the browser",
+            {"type": "object", "required": ["connect_id", "url", "expires_at"], "properties": {
+                "connect_id": text, "app": text, "app_title": text, "url": text, "expires_at": text}},
+            400, 404, 409, 413, parameters=params[:1], requestBody={"content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": False, "properties": {
+                    "name": {"type": "string", "pattern": NAME_PATTERN}, "replaces": text}}}}})},
+        f"{base}/connect/{{connect_id}}": {"get": op(
+            "How a connect flow of yours stands: pending, connected (with the account) or failed (with why)",
+            {"type": "object", "required": ["connect_id", "status"], "properties": {
+                "connect_id": text, "app": text, "account": account, "error": text,
+                "status": {"type": "string", "enum": ["pending", "connected", "failed"]}}}, 404,
+            parameters=[{"name": "connect_id", "in": "path", "required": True,
+                         "schema": {"type": "string", "pattern": "^cn_[0-9a-f]{24}$"}}])},
     }

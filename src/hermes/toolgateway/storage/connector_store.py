@@ -209,6 +209,13 @@ class ConnectorStore:
                                 "AND status = 'active'", (account_id, user_id)).fetchone()
         return None if row is None or row[0] is None else str(row[0])
 
+    def replace_credential(self, user_id: int, account_id: str, old: str, new: str) -> bool:
+        """Store a refreshed sealed token if the account still holds ``old`` (False: another process refreshed
+        it first, or the account was retired; read it again)."""
+        cur = self.conn.execute("UPDATE connector_accounts SET credential = ? WHERE id = ? AND user_id = ? "
+                                "AND status = 'active' AND credential = ?", (new, account_id, user_id, old))
+        return cur.rowcount == 1
+
     def delete(self, user_id: int, account_id: str) -> ConnectorAccount:
         """Delete one account for good (the user's own command only); returns what was deleted."""
         account = self.get(user_id, account_id)

@@ -75,5 +75,17 @@ class JobTable:
         data = json.loads(row[0])
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
 
+    async def take(self, job_id: str) -> tuple[str, dict[str, str]] | None:
+        """``(owner, data)`` of ``job_id``, deleted in the same statement (single use: of two takers, one gets
+        it); None when unknown or expired. For ids that are capabilities themselves (an OAuth ``state``)."""
+        row = self._db().execute(
+            "DELETE FROM relay_jobs WHERE namespace = ? AND job_id = ? AND expires > ? RETURNING owner, data",
+            (self.namespace, job_id, self._clock()),
+        ).fetchone()
+        if row is None:
+            return None
+        data = json.loads(row[1])
+        return str(row[0]), ({str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {})
+
 
 __all__ = ["DEFAULT_TTL", "PURGE_EVERY", "JobTable"]

@@ -27,9 +27,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.connectors.mcp.config import McpServerConfig, McpSettings, read_servers
+from hermes.connectors.mcp.extras import WATCHING
 from hermes.connectors.mcp.names import ambiguous, function_names
 from hermes.connectors.mcp.schema import safe_description
 from hermes.connectors.mcp.state import DISABLED, FAILED, READY, STOPPED, McpTool, ServerState
+from hermes.errors import McpError
 from hermes.redact import redact
 from hermes.tools.untrusted import mark_untrusted
 
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 TOOLSET_PREFIX = "mcp-"
+#: the session-state key of a session's resource-subscription id
+SUBSCRIBER_KEY = "mcp_subscriber"
 INDEX_AUTO, INDEX_ALWAYS, INDEX_NEVER = "auto", "always", "never"
 DEFAULT_INDEX_THRESHOLD = 40
 
@@ -62,6 +66,14 @@ def _masked(value: Any, secrets: tuple[str, ...]) -> Any:
     if isinstance(value, list):
         return [_masked(v, secrets) for v in value]
     return value
+
+
+def resource_notes(updates: dict[str, list[str]]) -> list[str]:
+    """The model's lines for changed resources: the URIs are the servers' words, between untrusted lines."""
+    return [mark_untrusted(f"mcp:{server}/resources/updated",
+                           f"MCP server '{server}' says these watched resources changed (read them again with its "
+                           f"resources_read tool if they matter): " + ", ".join(uris))
+            for server, uris in sorted(updates.items())]
 
 
 def _as_untrusted(out: dict[str, Any], source: str, secrets: tuple[str, ...]) -> dict[str, Any]:
@@ -162,7 +174,8 @@ class _Binding:
         required = set(tool.input_schema.get("required") or ())
         sent = {k: v for k, v in args.items() if v is not None or k in required}
         check_arguments(validator, sent)
-        result = self.manager.call(server, tool.name, sent, asker=asker_for(kw, config))
+        subscriber = self._subscriber(kw) if tool.name in WATCHING else None
+        result = self.manager.call(server, tool.name, sent, asker=asker_for(kw, config), subscriber=subscriber)
         converted = convert_result(result, server=server, tool=tool.name, media_dir=self.media_dir)
         secrets = config.result_secrets
         if config.auth == "oauth":  # the server's OAuth tokens never reach the model, even echoed back
@@ -170,6 +183,24 @@ class _Binding:
 
             secrets = (*token_secrets(self.manager.token_dir, server), *secrets)
         return _as_untrusted(converted, f"mcp:{server}/{tool.name}", secrets)
+
+    def _subscriber(self, kw: dict[str, Any]) -> str:
+        """The calling session's key for resource subscriptions; the first one makes the session tell the
+        model, before each step, which watched resources changed, and drop its subscriptions at its end."""
+        import secrets
+
+        from hermes.tools.context import on_model_step, on_session_end, session_of
+
+        session = session_of(kw)
+        if session is None:
+            raise McpError("watching a resource needs a session (the changes are told to its model)")
+        key = session.state.get(SUBSCRIBER_KEY)
+        if not isinstance(key, str):
+            key = session.state[SUBSCRIBER_KEY] = "sub-" + secrets.token_hex(8)
+        manager = self.manager
+        on_model_step(kw, "mcp:resources", lambda: resource_notes(manager.take_updates(key)))
+        on_session_end(kw, "mcp:resources", lambda: manager.forget_subscriber(key))
+        return key
 
     def _register(self, config: McpServerConfig, tool: McpTool, name: str) -> None:
         server = config.name
