@@ -195,7 +195,8 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
                             base_url=str(table.get("base_url") or SLACK_API), mode="http" if http_mode else "socket",
                             signing_secret=cfg.app_secret if http_mode else "",
                             host=str(table.get("host") or "127.0.0.1"), port=int(table.get("port", 3000)),
-                            path=str(table.get("path") or "/slack/events"))
+                            path=str(table.get("path") or "/slack/events"),
+                            voice_dir=cache / "voice" if cache else None)
     if cfg.type == "teams":
         from hermes.surfaces.messaging.platforms import teams
 
