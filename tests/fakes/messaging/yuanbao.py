@@ -1,0 +1,182 @@
+"""Tencent Yuanbao on loopback: the sign-token endpoint and the bot WebSocket's protobuf frames.
+
+Speaks what ``hermes.surfaces.messaging.platforms.yuanbao_wire`` documents (facts read from upstream
+hermes-agent's adapter; Tencent publishes no protocol): ``sign-token`` checks the HMAC signature and
+the app key, the socket must ``auth-bind`` with the token it issued before anything else, pushes ask for
+an acknowledgement, every request is answered under its ``msg_id``, and a group's info and members are
+served in pages."""
+
+from __future__ import annotations
+
+import hmac
+import itertools
+import json
+import re
+from typing import Any
+
+from fakes.messaging import Driver, Posted
+from fakes.messaging.servers import JsonHttp, WsLoop
+from hermes.surfaces.messaging.platforms import yuanbao_wire as wire
+from hermes.surfaces.messaging.platforms.protowire import decode, encode
+
+APP_KEY = "yb-app-4471"
+APP_SECRET = "yb-secret-7e1d0c55a9b24f6f"
+TOKEN = "yb-ws-token-93f0aa71c2d84e1b"
+BOT_ID = "bot-hermes-01"
+GROUP = "g100"
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+08:00")
+
+
+class YuanbaoDriver(Driver):
+    name = "yuanbao"
+    group = f"group:{GROUP}"
+    supports_files = False
+    supports_edit = False
+    secrets = (APP_SECRET, TOKEN)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids = itertools.count(1)
+        self.users: dict[str, str] = {}
+        self.nicknames: dict[str, str] = {}
+        self.pending: list[bytes] = []
+        self.acked: list[str] = []
+        self.typing: list[str] = []
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.bound: list[dict[str, Any]] = []
+        #: members of GROUP beyond the people who spoke: (user_id, nickname, user type)
+        self.members: list[tuple[str, str, int]] = [(BOT_ID, "hermes", 3), ("yb-ai", "Yuanbao", 2)]
+        self.ws = WsLoop(self._session)
+        self.http = JsonHttp(self._answer)
+        self.api = f"http://127.0.0.1:{self.http.port}"
+
+    # -- sign-token --------------------------------------------------------------------------------------------
+
+    def _answer(self, method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any]:
+        if method != "POST" or path != "/api/v5/robotLogic/sign-token":
+            return 404, {"code": 404, "msg": "not found"}
+        body = json.loads(raw or b"{}")
+        if body.get("app_key") != APP_KEY or not STAMP.fullmatch(str(body.get("timestamp"))):
+            return 200, {"code": 10001, "msg": "invalid app_key or timestamp"}
+        expected = wire.sign(APP_KEY, APP_SECRET, str(body.get("nonce")), str(body["timestamp"]))
+        if not body.get("nonce") or not hmac.compare_digest(expected, str(body.get("signature"))):
+            return 200, {"code": 10002, "msg": "invalid signature"}
+        return 200, {"code": 0, "msg": "ok", "data": {"token": TOKEN, "bot_id": BOT_ID, "source": "bot",
+                                                      "duration": 3600, "product": "yuanbao"}}
+
+    # -- the socket -----------------------------------------------------------------------------------------------
+
+    async def _session(self, ws: Any) -> None:
+        try:
+            head, data = wire.unframe(await ws.recv())
+            bind = decode(wire.AUTH_BIND_REQ, data)
+            ok = head["cmd"] == "auth-bind" and bind["auth_info"].get("token") == TOKEN \
+                and bind["auth_info"].get("uid") == BOT_ID
+            self.bound.append(bind)
+            answer = {"code": 0, "connect_id": f"conn-{next(self.ids)}"} if ok else {"code": 41, "message": "bad token"}
+            await ws.send(wire.frame(wire.RESPONSE, "auth-bind", head["msg_id"], wire.CONN_MODULE,
+                                     encode(wire.AUTH_BIND_RSP, answer)))
+            if not ok:
+                await ws.close()
+                return
+            self.ws.conns.append(ws)
+            for raw in self.pending:
+                await ws.send(raw)
+            self.pending.clear()
+            async for raw in ws:
+                await self._request(ws, raw)
+        except Exception:
+            pass
+        finally:
+            if ws in self.ws.conns:
+                self.ws.conns.remove(ws)
+
+    async def _request(self, ws: Any, raw: bytes) -> None:
+        head, data = wire.unframe(raw)
+        cmd = head["cmd"]
+        if head["cmd_type"] == wire.PUSH_ACK:
+            self.acked.append(head["msg_id"])
+            return
+        schema = wire.REQUESTS.get(cmd)
+        body = decode(schema, data) if schema is not None else {}
+        self.requests.append((cmd, body))
+        answer, status = b"", 0
+        if cmd in ("send_c2c_message", "send_group_message"):
+            chat = f"group:{body['group_code']}" if cmd == "send_group_message" else f"direct:{body['to_account']}"
+            for element in body["msg_body"]:
+                content = element["msg_content"]
+                if element["msg_type"] == "TIMTextElem":
+                    self.record(Posted("text", chat, content["text"], "", body["msg_id"]))
+                elif element["msg_type"] == "TIMFaceElem":
+                    self.record(Posted("sticker", chat, json.loads(content["data"])["name"], "", body["msg_id"],
+                                       json.loads(content["data"])))
+        elif cmd in ("send_private_heartbeat", "send_group_heartbeat"):
+            self.typing.append(body.get("to_account") or body.get("group_code", ""))
+        elif cmd == "query_group_info":
+            if body["group_code"] != GROUP:
+                answer = encode(wire.GROUP_INFO_RSP, {"code": 4004, "message": "group not found"})
+            else:
+                answer = encode(wire.GROUP_INFO_RSP, {"group_info": {
+                    "group_name": "Hermes testers", "group_owner_user_id": self._user("alice"),
+                    "group_owner_nickname": "alice", "group_size": len(self._members())}})
+        elif cmd == "get_group_member_list":
+            members = self._members()
+            start, limit = body["offset"], body["limit"] or 200
+            page = members[start:start + limit]
+            answer = encode(wire.MEMBER_LIST_RSP, {
+                "members": [{"user_id": u, "nickname": n, "user_type": t} for u, n, t in page],
+                "next_offset": start + len(page), "is_complete": int(start + len(page) >= len(members))})
+        elif cmd != "ping":
+            status = 404
+        await ws.send(wire.frame(wire.RESPONSE, cmd, head["msg_id"], head["module"], answer, status=status))
+
+    def _members(self) -> list[tuple[str, str, int]]:
+        return [(u, n, 1) for n, u in self.users.items()] + self.members
+
+    def _push(self, push: dict[str, Any]) -> None:
+        raw = wire.frame(wire.PUSH, "inbound_message", f"push-{next(self.ids)}", wire.BIZ_MODULE,
+                         encode(wire.INBOUND_PUSH, push), need_ack=True)
+        if not self.ws.send_latest(raw):
+            self.pending.append(raw)
+
+    # -- the people ---------------------------------------------------------------------------------------------------
+
+    def adapter(self) -> Any:
+        from hermes.surfaces.messaging.platforms.yuanbao import YuanbaoAdapter
+
+        return YuanbaoAdapter(APP_KEY, APP_SECRET, api=self.api, ws_url=self.ws.url)
+
+    def _user(self, name: str) -> str:
+        return self.users.setdefault(name, f"u-{name}")
+
+    def dm_chat(self, user: str) -> str:
+        return f"direct:{self._user(user)}"
+
+    def allowed(self, users: list[str]) -> list[str]:
+        return [self._user(u) for u in users]
+
+    def say(self, user: str, text: str, *, direct: bool = False, mention: bool = True, thread: str = "") -> None:
+        body: list[dict[str, Any]] = []
+        if mention and not direct:
+            body.append({"msg_type": "TIMCustomElem", "msg_content": {"data": json.dumps(
+                {"elem_type": 1002, "text": "@hermes", "user_id": BOT_ID})}})
+        body.append({"msg_type": "TIMTextElem", "msg_content": {"text": text}})
+        n = next(self.ids)
+        push: dict[str, Any] = {"from_account": self._user(user), "sender_nickname": user, "msg_body": body,
+                                "msg_seq": n, "msg_id": f"m{n}", "msg_time": 1_760_000_000 + n}
+        if direct:
+            push.update(callback_command="C2C.CallbackAfterSendMsg", to_account=BOT_ID)
+        else:
+            push.update(callback_command="Group.CallbackAfterSendMsg", group_code=GROUP, group_name="Hermes testers")
+        self._push(push)
+
+    def drop(self) -> None:
+        self.ws.drop()
+
+    def malformed(self) -> None:
+        self.ws.send_latest(b"\x0a\xff\x01")  # a ConnMsg whose head runs past the frame
+        self._push({"callback_command": "C2C.CallbackAfterSendMsg", "msg_body": []})  # no sender
+
+    def close(self) -> None:
+        self.http.close()
+        self.ws.close()
