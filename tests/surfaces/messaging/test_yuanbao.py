@@ -1,0 +1,106 @@
+"""Yuanbao beyond the conformance suite: its five tools in a real chat turn over the fake's socket,
+a refused sign-in, and the tools outside a connected gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes.messaging.yuanbao import APP_KEY, APP_SECRET, BOT_ID, GROUP, YuanbaoDriver
+from fakes.model_server import Reply, call
+from hermes.surfaces.messaging.access import PlatformAccess
+from surfaces.messaging.harness import GatewayThread, last_user
+
+STEPS = [("yb_search_sticker", {"query": "thumbs up"}),
+         ("yb_send_sticker", {"sticker": "点赞", "chat_id": f"group:{GROUP}"}),
+         ("yb_query_group_members", {"group_code": GROUP, "action": "list_bots"}),
+         ("yb_send_dm", {"group_code": GROUP, "name": "Bob", "message": "hello bob"}),
+         ("yb_query_group_info", {"group_code": GROUP}),
+         ("yb_query_group_info", {"group_code": "nope"})]
+
+
+def tool_turn(body: dict[str, Any]) -> Reply:
+    turn = body["messages"][max(i for i, m in enumerate(body["messages"]) if m["role"] == "user"):]
+    done = [m for m in turn if m["role"] == "tool"]
+    if last_user(body) != "use your tools" or len(done) >= len(STEPS):
+        return Reply(content="done: " + " | ".join(m["content"] for m in done))
+    name, args = STEPS[len(done)]
+    return call(name, args)
+
+
+def test_the_five_tools_in_a_chat_turn(hermes_home: Path, model_server: Any) -> None:
+    driver = YuanbaoDriver()
+    driver.allowed(["alice", "bob"])  # bob is a member of the group too
+    server = model_server(tool_turn)
+    gateway = GatewayThread(hermes_home, server.url, [driver.adapter()], secrets=driver.secrets,
+                            access={"yuanbao": PlatformAccess(allow_users=frozenset(driver.allowed(["alice"])))},
+                            toolsets={"yuanbao": ["yuanbao"]})
+    try:
+        driver.say("alice", "use your tools")
+        answer = driver.wait_for(lambda ps: [p for p in ps if p.text.startswith("done:")])[0]
+        assert answer.chat == driver.group
+        results = [json.loads(m["content"]) for m in server.requests[-1]["messages"] if m["role"] == "tool"]
+        found, sticker, bots, dm, info, missing = results
+        assert found["stickers"][0]["name"] == "点赞" and found["stickers"][0]["sticker_id"] == "159"
+        posted = next(p for p in driver.posts if p.kind == "sticker")
+        assert posted.chat == driver.group and sticker["sent"] is True
+        assert posted.extra == {"sticker_id": "159", "package_id": "1003", "width": 128, "height": 128,
+                                "formats": "png", "name": "点赞"}
+        assert {m["user_id"] for m in bots["members"]} == {BOT_ID, "yb-ai"}
+        assert dm["chat_id"] == "direct:u-bob"
+        assert [p.text for p in driver.posts if p.chat == "direct:u-bob"] == ["hello bob"]
+        assert info == {"group_code": GROUP, "group_name": "Hermes testers", "member_count": 4,
+                        "owner": {"user_id": "u-alice", "nickname": "alice"}}
+        assert "group not found" in missing["error"]
+        assert driver.acked, "pushes were not acknowledged"
+        assert GROUP in driver.typing  # the reply heartbeat while the answer was written
+        assert all(b["auth_info"]["token"] and b["device_info"]["instance_id"] == "17" for b in driver.bound)
+    finally:
+        gateway.stop()
+        driver.close()
+
+
+def test_a_wrong_app_secret_is_refused_at_sign_in_and_never_shown() -> None:
+    from hermes.surfaces.messaging.adapter import PlatformError
+    from hermes.surfaces.messaging.platforms.yuanbao import YuanbaoAdapter
+
+    driver = YuanbaoDriver()
+    wrong = "yb-secret-not-the-right-one-123"
+    adapter = YuanbaoAdapter(APP_KEY, wrong, api=driver.api, ws_url=driver.ws.url)
+
+    async def attempt() -> str:
+        try:
+            await adapter.connect()
+        except PlatformError as exc:
+            return str(exc)
+        finally:
+            await adapter.close()
+        return "connected"
+
+    try:
+        said = asyncio.run(attempt())
+        assert "sign-token refused" in said and "invalid signature" in said
+        assert wrong not in said and APP_SECRET not in said
+        assert driver.bound == []  # the socket was never opened
+    finally:
+        driver.close()
+
+
+def test_the_tools_say_plainly_when_yuanbao_is_not_connected() -> None:
+    from hermes.errors import ToolError
+    from hermes.tools.registry import registry
+    from hermes.tools.yuanbao import tool
+
+    entry = registry.get("yb_send_dm")
+    assert entry is not None and entry.toolset == "yuanbao"
+    assert tool._available() != True  # noqa: E712 — (False, reason) here
+    with pytest.raises(ToolError, match="not connected"):
+        asyncio.run(tool.query_group_info({"group_code": GROUP}))
+    with pytest.raises(ToolError, match="media_files"):
+        asyncio.run(tool.send_dm({"user_id": "u-x", "message": "hi", "media_files": [{"path": "/etc/passwd"}]}))
+    with pytest.raises(ToolError, match="chat_id"):
+        asyncio.run(tool.send_sticker({"sticker": "ok", "chat_id": "u-x"}))
