@@ -104,3 +104,21 @@ def test_the_tools_say_plainly_when_yuanbao_is_not_connected() -> None:
         asyncio.run(tool.send_dm({"user_id": "u-x", "message": "hi", "media_files": [{"path": "/etc/passwd"}]}))
     with pytest.raises(ToolError, match="chat_id"):
         asyncio.run(tool.send_sticker({"sticker": "ok", "chat_id": "u-x"}))
+
+
+def test_a_yuanbao_table_is_read_and_checked(hermes_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hermes.surfaces.messaging import config as gwconfig
+    from hermes.surfaces.messaging.platforms.yuanbao import YuanbaoAdapter
+    from surfaces.messaging.harness import settings_for
+
+    monkeypatch.delenv("YUANBAO_APP_SECRET", raising=False)
+    tables = ("gateway:\n  platforms:\n    yuanbao:\n      app_id: k1\n      api_url: http://127.0.0.1:9/x\n"
+              "    yb2:\n      type: yuanbao\n")
+    configs = {c.name: c for c in gwconfig.platforms(settings_for(hermes_home, "http://127.0.0.1:9", tables))}
+    assert configs["yuanbao"].problem == "YUANBAO_APP_SECRET is not set"
+    monkeypatch.setenv("YUANBAO_APP_SECRET", APP_SECRET)
+    configs = {c.name: c for c in gwconfig.platforms(settings_for(hermes_home, "http://127.0.0.1:9", tables))}
+    assert configs["yuanbao"].problem == "" and "app_id is not set" in configs["yb2"].problem
+    adapter = gwconfig.build_adapter(configs["yuanbao"])
+    assert isinstance(adapter, YuanbaoAdapter) and adapter.api == "http://127.0.0.1:9/x"
+    assert APP_SECRET in configs["yuanbao"].secrets  # so the gateway masks it in logs

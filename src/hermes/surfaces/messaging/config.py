@@ -77,6 +77,8 @@ class PlatformConfig:
                 return "needs PyJWT (pip install 'hermes[messaging]')"
         if self.type == "feishu":
             return self._feishu_problem()
+        if self.type == "yuanbao" and not self.table.get("app_id"):
+            return f"gateway.platforms.{self.name}.app_id is not set (the bot's App ID / app key)"
         return ""
 
     def _feishu_problem(self) -> str:
