@@ -187,6 +187,7 @@ class FeishuDriver(Driver):
             if not buttons or any(not isinstance(b.get("value"), dict) for b in buttons):
                 return 400, {"code": 230099, "msg": "invalid card content"}
             self.record(Posted("buttons", chat, text, thread, mid, buttons))
+            time.sleep(0.3)  # the card is on screen (and pressable) before the sender has its message id
         else:
             if len(content["text"]) > TEXT_LIMIT:
                 return 400, {"code": 230025, "msg": "message content too long"}

@@ -106,6 +106,8 @@ class FeishuAdapter(PlatformAdapter):
         #: card message id → (chat, thread, nonce, choices); chats seen as one-to-one (p2p)
         self._cards: OrderedDict[str, tuple[str, str, str, list[str]]] = OrderedDict()
         self._p2p: set[str] = set()
+        #: cards being sent: a press can arrive before the send's answer gives the card's id
+        self._card_sends: set[asyncio.Event] = set()
 
     @property
     def port(self) -> int:
@@ -280,7 +282,7 @@ class FeishuAdapter(PlatformAdapter):
                     task.add_done_callback(self._comments.discard)
                 return
             if kind == CARD_ACTION:
-                msg = self._press(event["event"])
+                msg = await self._press(event["event"])
             elif kind != "im.message.receive_v1":
                 return  # events this adapter does not answer (chat member changes, reactions …)
             else:
@@ -330,10 +332,13 @@ class FeishuAdapter(PlatformAdapter):
                        from_bot=sender.get("sender_type") not in (None, "user"),
                        message_id=str(message["message_id"]), fetch_voice=fetch)
 
-    def _press(self, event: dict[str, Any]) -> Inbound | None:
+    async def _press(self, event: dict[str, Any]) -> Inbound | None:
         """A button press on one of this adapter's cards (see the module docstring), else None."""
         context, value = event["context"], event["action"]["value"]
         card = str(context["open_message_id"])
+        if card not in self._cards and self._card_sends:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in list(self._card_sends))), 10)
         found = self._cards.get(card)
         if found is None or not isinstance(value, dict):
             logger.warning("%s: dropped a card action for a card it did not send", self.name)
@@ -380,8 +385,14 @@ class FeishuAdapter(PlatformAdapter):
         card = {"config": {"wide_screen_mode": True},
                 "elements": [{"tag": "div", "text": {"tag": "plain_text", "content": text}},
                              {"tag": "action", "actions": buttons}]}
-        message_id = await self._send(chat, thread, "interactive", json.dumps(card, ensure_ascii=False))
-        self._cards[message_id] = (chat, thread, nonce, kept)
+        sending = asyncio.Event()
+        self._card_sends.add(sending)
+        try:
+            message_id = await self._send(chat, thread, "interactive", json.dumps(card, ensure_ascii=False))
+            self._cards[message_id] = (chat, thread, nonce, kept)
+        finally:
+            sending.set()
+            self._card_sends.discard(sending)
         while len(self._cards) > CARDS_KEPT:
             self._cards.popitem(last=False)
         return message_id
