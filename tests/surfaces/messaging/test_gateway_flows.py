@@ -131,15 +131,18 @@ def test_a_dangerous_command_is_approved_in_the_chat(hermes_home: Path, model_se
         gateway.stop()
 
 
-@pytest.mark.parametrize("platform", ["telegram", "discord"])
+@pytest.mark.parametrize("platform", ["telegram", "discord", "yuanbao"])
 def test_the_bot_token_never_appears_in_logs(hermes_home: Path, model_server: Any, platform: str) -> None:
     if platform == "telegram":
         driver: Driver = TelegramDriver()
+    elif platform == "yuanbao":  # the app secret, and the connection token sign-token hands out
+        from fakes.messaging.yuanbao import YuanbaoDriver
+
+        driver = YuanbaoDriver()
     else:
         from fakes.messaging.discord import DiscordDriver
 
         driver = DiscordDriver()
-    (token,) = driver.secrets
     captured = io.StringIO()
     handler = logging.StreamHandler(captured)
     handler.setLevel(logging.DEBUG)
@@ -166,8 +169,9 @@ def test_the_bot_token_never_appears_in_logs(hermes_home: Path, model_server: An
     assert "reconnecting" in text
     if platform == "telegram":
         assert MASK in text  # the token was in log records (Bot API URLs), and was masked there
-    assert token not in text and token[-12:] not in text
-    assert token not in json.dumps(status)
+    for token in driver.secrets:
+        assert token not in text and token[-12:] not in text
+        assert token not in json.dumps(status)
 
 
 def test_clarify_with_discord_buttons(hermes_home: Path, model_server: Any) -> None:
