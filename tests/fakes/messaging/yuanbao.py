@@ -3,8 +3,8 @@
 Speaks what ``hermes.surfaces.messaging.platforms.yuanbao_wire`` documents (facts read from upstream
 hermes-agent's adapter; Tencent publishes no protocol): ``sign-token`` checks the HMAC signature and
 the app key, the socket must ``auth-bind`` with the token it issued before anything else, pushes ask for
-an acknowledgement, every request is answered under its ``msg_id``, and a group's info and members are
-served in pages."""
+an acknowledgement, every request is answered under its ``msg_id``, a group's info and members are
+served in pages, and a voice message's resource resolves (to the bot's token only) to a file URL."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import itertools
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from fakes.messaging import Driver, Posted
 from fakes.messaging.servers import JsonHttp, WsLoop
@@ -44,6 +45,13 @@ class YuanbaoDriver(Driver):
         self.typing: list[str] = []
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.bound: list[dict[str, Any]] = []
+        #: resource id → audio; the headers of every resource lookup and of every file fetch
+        self.resources: dict[str, bytes] = {}
+        self.resource_asks: list[dict[str, str]] = []
+        self.file_fetches: list[dict[str, str]] = []
+        self.voice_dir: Any = None
+        #: what the resource API answers as the file's URL instead of its own (a test of the host check)
+        self.resource_url = ""
         #: members of GROUP beyond the people who spoke: (user_id, nickname, user type)
         self.members: list[tuple[str, str, int]] = [(BOT_ID, "hermes", 3), ("yb-ai", "Yuanbao", 2)]
         self.ws = WsLoop(self._session)
@@ -53,6 +61,19 @@ class YuanbaoDriver(Driver):
     # -- sign-token --------------------------------------------------------------------------------------------
 
     def _answer(self, method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any]:
+        seen = {k: str(headers.get(k) or "") for k in ("X-ID", "X-Token", "X-Source")}
+        if method == "GET" and path.startswith("/api/resource/v1/download?"):
+            self.resource_asks.append(seen)
+            rid = (parse_qs(urlsplit(path).query).get("resourceId") or [""])[0]
+            if seen["X-Token"] != TOKEN or seen["X-ID"] != BOT_ID:
+                return 401, {"code": 401, "msg": "unauthorized"}
+            if rid not in self.resources:
+                return 200, {"code": 404, "msg": "no such resource"}
+            return 200, {"code": 0, "data": {"url": self.resource_url or f"{self.api}/cos/{rid}.m4a?sign=q-sig"}}
+        if method == "GET" and path.startswith("/cos/"):  # the storage's signed URL: no bot headers wanted
+            self.file_fetches.append(seen)
+            found = self.resources.get(urlsplit(path).path.removeprefix("/cos/").removesuffix(".m4a"))
+            return (200, found) if found is not None else (404, {"code": 404})
         if method != "POST" or path != "/api/v5/robotLogic/sign-token":
             return 404, {"code": 404, "msg": "not found"}
         body = json.loads(raw or b"{}")
@@ -144,7 +165,7 @@ class YuanbaoDriver(Driver):
     def adapter(self) -> Any:
         from hermes.surfaces.messaging.platforms.yuanbao import YuanbaoAdapter
 
-        return YuanbaoAdapter(APP_KEY, APP_SECRET, api=self.api, ws_url=self.ws.url)
+        return YuanbaoAdapter(APP_KEY, APP_SECRET, api=self.api, ws_url=self.ws.url, voice_dir=self.voice_dir)
 
     def _user(self, name: str) -> str:
         return self.users.setdefault(name, f"u-{name}")
@@ -169,6 +190,16 @@ class YuanbaoDriver(Driver):
         else:
             push.update(callback_command="Group.CallbackAfterSendMsg", group_code=GROUP, group_name="Hermes testers")
         self._push(push)
+
+    def say_voice(self, user: str, audio: bytes) -> None:
+        """A voice message in a direct chat: a ``TIMSoundElem`` naming its resource."""
+        n = next(self.ids)
+        self.resources[f"r{n}"] = audio
+        self._push({"callback_command": "C2C.CallbackAfterSendMsg", "from_account": self._user(user),
+                    "to_account": BOT_ID, "sender_nickname": user, "msg_id": f"m{n}", "msg_seq": n,
+                    "msg_body": [{"msg_type": "TIMSoundElem", "msg_content": {
+                        "url": f"https://hunyuan.tencent.com/api/resource/download?resourceId=r{n}",
+                        "file_size": len(audio)}}]})
 
     def drop(self) -> None:
         self.ws.drop()

@@ -122,3 +122,45 @@ def test_a_yuanbao_table_is_read_and_checked(hermes_home: Path, monkeypatch: pyt
     adapter = gwconfig.build_adapter(configs["yuanbao"])
     assert isinstance(adapter, YuanbaoAdapter) and adapter.api == "http://127.0.0.1:9/x"
     assert APP_SECRET in configs["yuanbao"].secrets  # so the gateway masks it in logs
+
+
+def test_a_voice_message_is_transcribed_and_a_strangers_never_fetched(hermes_home: Path, model_server: Any,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.messaging.yuanbao import TOKEN
+    from fakes.vendors.fal import FastServerThread
+    from fakes.vendors.openai_audio import FAKE_AUDIO, FakeOpenAIAudio
+    from surfaces.messaging.harness import scripted
+
+    for name in ("OPENAI_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "TOOL_GATEWAY_USER_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VOICE_TOOLS_OPENAI_KEY", "sk-voice-test-key-123456")
+    stt = FakeOpenAIAudio(key="sk-voice-test-key-123456", transcript="what is the weather")
+    driver = YuanbaoDriver()
+    driver.voice_dir = hermes_home / "cache" / "voice"
+    access = {"yuanbao": PlatformAccess(allow_users=frozenset(driver.allowed(["alice"])))}
+    with FastServerThread(stt.app) as audio_server:
+        server = model_server(scripted)
+        stt_config = f"stt:\n  provider: openai\n  openai:\n    base_url: {audio_server.url}/v1\n"
+        gateway = GatewayThread(hermes_home, server.url, [driver.adapter()], secrets=driver.secrets, access=access,
+                                extra_config=stt_config)
+        try:
+            driver.say_voice("mallory", b"\x00" * 40_000)  # not allowed, never paired
+            driver.say("alice", "after them", direct=True)
+            driver.wait_for(lambda ps: [p for p in ps if p.text == "re: after them"])
+            assert driver.resource_asks == [] and driver.file_fetches == [] and not driver.voice_dir.exists()
+
+            driver.say_voice("alice", FAKE_AUDIO["opus"])
+            driver.wait_for(lambda ps: [p for p in ps if "re: [voice message]" in p.text])
+            assert last_user(server.requests[-1]) == '[voice message] "what is the weather"'
+            assert stt.uploads[0]["file"][1] == FAKE_AUDIO["opus"]
+            assert driver.resource_asks == [{"X-ID": BOT_ID, "X-Token": TOKEN, "X-Source": "bot"}]
+            assert driver.file_fetches == [{"X-ID": "", "X-Token": "", "X-Source": ""}]  # no token to the storage
+            assert driver.voice_dir.is_dir() and not list(driver.voice_dir.iterdir())  # deleted once heard
+
+            driver.resource_url = "http://169.254.169.254/latest/meta-data.m4a"  # not a Tencent host
+            driver.say_voice("alice", FAKE_AUDIO["opus"])
+            driver.wait_for(lambda ps: [p for p in ps if p.text == "[voice message could not be downloaded]"])
+            assert len(driver.file_fetches) == 1
+        finally:
+            gateway.stop()
+            driver.close()

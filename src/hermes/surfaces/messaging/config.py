@@ -227,7 +227,8 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
         return yuanbao.YuanbaoAdapter(str(table["app_id"]), cfg.secret, name=cfg.name,
                                       api=str(table.get("api_url") or yuanbao.API),
                                       ws_url=str(table.get("ws_url") or yuanbao.WS_URL),
-                                      instance_id=str(table.get("instance_id") or yuanbao.INSTANCE_ID))
+                                      instance_id=str(table.get("instance_id") or yuanbao.INSTANCE_ID),
+                                      voice_dir=cache / "voice" if cache else None)
     if cfg.type == "irc":
         from hermes.surfaces.messaging.platforms.irc import IrcAdapter
 

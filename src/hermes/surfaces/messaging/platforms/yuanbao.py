@@ -12,8 +12,13 @@ Chats are ``direct:<account>`` (one-to-one) and ``group:<group code>``. A group 
 bot when it holds an @-mention element (``TIMCustomElem``, ``elem_type`` 1002) naming the bot's id.
 Text goes out as ``TIMTextElem`` (4,000 characters a message); the typing signal is the "reply
 heartbeat" (running). No edits, buttons, threads or files (Yuanbao's file upload goes through
-Tencent COS with credentials this adapter does not fetch), and audio messages are not transcribed
-(their resource download API is not covered): the gateway falls back to plain text.
+Tencent COS with credentials this adapter does not fetch): the gateway falls back to plain text.
+
+Voice: an audio element (``TIMSoundElem``) names a resource (``resourceId`` in its URL). Only once the
+gateway's access gate lets the message through, ``GET {api}/api/resource/v1/download?resourceId=…``
+(headers ``X-ID`` bot id, ``X-Token``, ``X-Source``) gives the file's real URL, which is fetched without
+those headers, only over HTTPS from a Tencent host (``*.myqcloud.com``, ``*.tencent.com``, ``*.qq.com``)
+or the configured API's own host, without following redirects, at most 25 MB.
 """
 
 from __future__ import annotations
@@ -25,9 +30,19 @@ import logging
 import secrets
 import uuid
 from datetime import datetime, timedelta, timezone
+from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, urlsplit
 
-from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, close_connections
+from hermes.surfaces.messaging.adapter import (
+    Deliver,
+    Inbound,
+    PlatformAdapter,
+    PlatformError,
+    close_connections,
+    save_voice,
+)
 from hermes.surfaces.messaging.platforms import yuanbao_wire as wire
 from hermes.surfaces.messaging.platforms.protowire import Schema, decode, encode
 
@@ -47,6 +62,9 @@ MENTION_ELEM = 1002
 #: push commands that are not a new message (a recall / withdrawal)
 NOT_MESSAGES = frozenset({"Group.CallbackAfterRecallMsg", "C2C.CallbackAfterMsgWithDraw"})
 _END = object()
+#: where a voice message's real URL may point (besides the configured API's own host)
+MEDIA_DOMAINS = (".myqcloud.com", ".tencent.com", ".qq.com")
+MAX_VOICE_BYTES = 25 * 1024 * 1024
 
 
 class YuanbaoAdapter(PlatformAdapter):
@@ -56,14 +74,18 @@ class YuanbaoAdapter(PlatformAdapter):
     supports_files = False
 
     def __init__(self, app_key: str, app_secret: str, *, api: str = API, ws_url: str = WS_URL,
-                 name: str = "yuanbao", instance_id: str = INSTANCE_ID, ping_seconds: float = PING_SECONDS) -> None:
+                 name: str = "yuanbao", instance_id: str = INSTANCE_ID, ping_seconds: float = PING_SECONDS,
+                 voice_dir: Path | None = None) -> None:
         super().__init__()
+        #: where voice messages are downloaded to (0600 files, deleted once transcribed)
+        self.voice_dir = voice_dir
         self.name = name
         self._app_key, self._app_secret = app_key, app_secret
         self.api, self.ws_url, self.instance_id = api.rstrip("/"), ws_url, instance_id
         self.ping_seconds = ping_seconds
         self.bot_id = ""
         self.connect_id = ""
+        self._signed: dict[str, Any] = {}
         self._http: httpx.AsyncClient | None = None
         self._ws: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -107,7 +129,7 @@ class YuanbaoAdapter(PlatformAdapter):
         self._loop = asyncio.get_running_loop()
         self._inbox = asyncio.Queue()
         self._http = httpx.AsyncClient(timeout=30.0)
-        signed = await self._sign_in()
+        signed = self._signed = await self._sign_in()
         self.bot_id = str(signed["bot_id"])
         try:
             self._ws = await asyncio.wait_for(connect(self.ws_url, proxy=None, ping_interval=None), 15)
@@ -195,7 +217,8 @@ class YuanbaoAdapter(PlatformAdapter):
             raise ValueError("a message without a sender")
         if sender == self.bot_id:
             return None
-        words, mentioned = [], False
+        words, mentioned, fetch = [], False, None
+        message_id = push["msg_id"] or push["msg_key"]
         for element in push["msg_body"]:
             kind, content = element["msg_type"], element["msg_content"]
             if kind == "TIMTextElem":
@@ -210,13 +233,52 @@ class YuanbaoAdapter(PlatformAdapter):
                             words.append(str(custom.get("text") or ""))
             elif kind == "TIMFaceElem":
                 words.append("[sticker]")
+            elif kind == "TIMSoundElem" and fetch is None and _resource_id(content.get("url", "")):
+                # downloaded only once the access gate lets the message in
+                fetch = partial(self._download_voice, _resource_id(content["url"]), message_id)
             elif kind in ("TIMImageElem", "TIMFileElem", "TIMSoundElem", "TIMVideoFileElem"):
                 words.append(f"[{kind.removeprefix('TIM').removesuffix('Elem').lower()}]")
         direct = not group
         return Inbound(platform=self.name, chat=f"direct:{sender}" if direct else f"group:{group}", user=sender,
                        user_name=push["sender_nickname"], text=" ".join(w.strip() for w in words if w.strip()),
-                       direct=direct, mentioned=direct or mentioned, message_id=push["msg_id"] or push["msg_key"],
+                       direct=direct, mentioned=direct or mentioned, message_id=message_id, fetch_voice=fetch,
                        extra={"group_name": push["group_name"]} if group else {})
+
+    async def _download_voice(self, resource_id: str, message_id: str) -> str:
+        """A voice message's audio: its real URL from the resource API, then the file (see the docstring)."""
+        import httpx
+
+        if self._http is None:
+            raise PlatformError(f"{self.name}: not connected")
+        headers = {"X-ID": self.bot_id, "X-Token": str(self._signed.get("token") or ""),
+                   "X-Source": str(self._signed.get("source") or "bot")}
+        try:
+            found = await self._http.get(f"{self.api}/api/resource/v1/download", params={"resourceId": resource_id},
+                                         headers=headers)
+            answer = found.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise PlatformError(f"{self.name} resource download: {type(exc).__name__}") from exc
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if found.status_code != 200 or answer.get("code") not in (None, 0) or not isinstance(data, dict):
+            raise PlatformError(f"{self.name} resource download refused (HTTP {found.status_code})")
+        url = str(data.get("url") or data.get("realUrl") or "")
+        parts, api = urlsplit(url), urlsplit(self.api)
+        host = parts.hostname or ""
+        if not ((parts.scheme == "https" and host.endswith(MEDIA_DOMAINS))
+                or (parts.scheme, parts.netloc) == (api.scheme, api.netloc)):
+            raise PlatformError(f"{self.name}: a voice message on an unexpected host {host!r}")
+        try:
+            async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as plain:
+                response = await plain.get(url)
+        except httpx.HTTPError as exc:
+            raise PlatformError(f"{self.name}: the voice message could not be downloaded: {type(exc).__name__}") \
+                from exc
+        if response.status_code != 200 or len(response.content) > MAX_VOICE_BYTES:
+            raise PlatformError(f"{self.name}: the voice message could not be downloaded "
+                                f"(HTTP {response.status_code})")
+        suffix = Path(parts.path).suffix[:6] or ".m4a"
+        safe_id = "".join(c for c in message_id if c.isalnum() or c in "-_")[:64] or uuid.uuid4().hex
+        return save_voice(self.voice_dir, f"{self.name}-{safe_id}{suffix}", response.content)
 
     async def _ping(self) -> None:
         missed = 0
@@ -362,3 +424,10 @@ class YuanbaoAdapter(PlatformAdapter):
         ws, self._ws = self._ws, None
         http, self._http = self._http, None
         await close_connections(ws, http)
+
+
+def _resource_id(url: str) -> str:
+    """The ``resourceId`` a Yuanbao media URL names ("" when none)."""
+    query = parse_qs(urlsplit(url).query)
+    found = query.get("resourceId") or query.get("resourceid") or [""]
+    return found[0].strip()
