@@ -52,6 +52,9 @@ class YuanbaoDriver(Driver):
         self.voice_dir: Any = None
         #: what the resource API answers as the file's URL instead of its own (a test of the host check)
         self.resource_url = ""
+        #: pings: whether they are answered, and under which msg_id (None: the ping's own)
+        self.answer_pings = True
+        self.ping_reply_id: str | None = None
         #: members of GROUP beyond the people who spoke: (user_id, nickname, user type)
         self.members: list[tuple[str, str, int]] = [(BOT_ID, "hermes", 3), ("yb-ai", "Yuanbao", 2)]
         self.ws = WsLoop(self._session)
@@ -118,6 +121,12 @@ class YuanbaoDriver(Driver):
         if head["cmd_type"] == wire.PUSH_ACK:
             self.acked.append(head["msg_id"])
             return
+        if cmd == "ping":
+            self.requests.append((cmd, {}))
+            if self.answer_pings:
+                reply_id = head["msg_id"] if self.ping_reply_id is None else self.ping_reply_id
+                await ws.send(wire.frame(wire.RESPONSE, cmd, reply_id, head["module"]))
+            return
         schema = wire.REQUESTS.get(cmd)
         body = decode(schema, data) if schema is not None else {}
         self.requests.append((cmd, body))
@@ -147,7 +156,7 @@ class YuanbaoDriver(Driver):
             answer = encode(wire.MEMBER_LIST_RSP, {
                 "members": [{"user_id": u, "nickname": n, "user_type": t} for u, n, t in page],
                 "next_offset": start + len(page), "is_complete": int(start + len(page) >= len(members))})
-        elif cmd != "ping":
+        else:
             status = 404
         await ws.send(wire.frame(wire.RESPONSE, cmd, head["msg_id"], head["module"], answer, status=status))
 

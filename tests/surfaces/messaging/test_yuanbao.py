@@ -164,3 +164,36 @@ def test_a_voice_message_is_transcribed_and_a_strangers_never_fetched(hermes_hom
         finally:
             gateway.stop()
             driver.close()
+
+
+def test_pings_keep_the_connection_and_two_unanswered_end_it() -> None:
+    from hermes.surfaces.messaging.platforms.yuanbao import YuanbaoAdapter
+
+    driver = YuanbaoDriver()
+    driver.ping_reply_id = ""  # answered, but without echoing the ping's msg_id
+    adapter = YuanbaoAdapter(APP_KEY, APP_SECRET, api=driver.api, ws_url=driver.ws.url, ping_seconds=0.2)
+
+    async def pings() -> int:
+        return len([c for c, _ in driver.requests if c == "ping"])
+
+    async def run() -> None:
+        async def ignore(_: Any) -> None:
+            return None
+
+        await adapter.connect()
+        listening = asyncio.create_task(adapter.listen(ignore))
+        try:
+            for _ in range(200):
+                if await pings() >= 4:
+                    break
+                await asyncio.sleep(0.05)
+            assert await pings() >= 4 and not listening.done()  # answered pings keep it open
+            driver.answer_pings = False
+            await asyncio.wait_for(listening, 20)  # two unanswered: the adapter closes, listen ends
+        finally:
+            await adapter.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        driver.close()

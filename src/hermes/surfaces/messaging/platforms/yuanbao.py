@@ -187,6 +187,9 @@ class YuanbaoAdapter(PlatformAdapter):
         kind, cmd = head["cmd_type"], head["cmd"]
         if kind == wire.RESPONSE:
             waiting = self._pending.pop(head["msg_id"], None)
+            if waiting is None and cmd == "ping":  # upstream takes any ping answer as the pong: so do we
+                key = next((k for k in self._pending if k.startswith("ping-")), "")
+                waiting = self._pending.pop(key, None)
             if waiting is not None and not waiting.done():
                 waiting.set_result((head, data))
             return
@@ -285,7 +288,7 @@ class YuanbaoAdapter(PlatformAdapter):
         while True:
             await asyncio.sleep(self.ping_seconds)
             try:
-                await self._request("ping", None, {}, module=wire.CONN_MODULE, timeout=10)
+                await self._request("ping", None, {}, module=wire.CONN_MODULE, timeout=min(10.0, self.ping_seconds))
                 missed = 0
             except PlatformError:
                 missed += 1
