@@ -82,6 +82,17 @@ def test_setup_feishu(hermes_home: Path) -> None:
     assert rows[0]["name"] == "feishu" and rows[0]["can_run"] is True
 
 
+def test_setup_yuanbao(hermes_home: Path) -> None:
+    out = hermes(hermes_home, "gateway", "setup", "yuanbao", input="yb-app-1\nu-owner\nyb-app-secret-xyz\n")
+    assert out.returncode == 0, out.stderr
+    config = (hermes_home / "config.yaml").read_text()
+    assert "app_id: yb-app-1" in config and "secret_env: YUANBAO_APP_SECRET" in config
+    assert "yb-app-secret-xyz" not in config
+    assert "YUANBAO_APP_SECRET=yb-app-secret-xyz" in (hermes_home / ".env").read_text()
+    rows = json.loads(hermes(hermes_home, "gateway", "status", "--json").stdout)["platforms"]
+    assert rows[0]["name"] == "yuanbao" and rows[0]["can_run"] is True
+
+
 def test_run_serves_the_api_until_sigterm(hermes_home: Path, model_server: Any) -> None:
     server = model_server(lambda body: Reply(content="served by the gateway"))
     port = free_port()

@@ -26,7 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sp = sub.add_parser("status", help="each platform's state, and whether it can run here")
     sp.add_argument("--json", action="store_true", help="print JSON")
     sp = sub.add_parser("setup", help="add or change a platform: its settings and token")
-    sp.add_argument("type", nargs="?", choices=("telegram", "discord", "slack", "teams", "feishu", "irc",
+    sp.add_argument("type", nargs="?", choices=("telegram", "discord", "slack", "teams", "feishu", "yuanbao", "irc",
                                                           "api_server"),
                     help="the platform type")
     sp.add_argument("--name", help="the table's name under gateway.platforms (default: the type)")
@@ -160,6 +160,8 @@ def _setup(settings: Settings, kind: str | None, name: str | None) -> int:
         values["app_id"] = _ask("the app's App ID (cli_…, Credentials & Basic Info)")
         values["base_url"] = _ask("Open Platform address (https://open.larksuite.com for Lark)",
                                   "https://open.feishu.cn")
+    elif kind == "yuanbao":
+        values["app_id"] = _ask("the bot's App ID (app key, from the Yuanbao bot console)")
     elif kind == "api_server":
         values["host"] = _ask("address to listen on", "127.0.0.1")
         values["port"] = int(_ask("port", "8642"))
@@ -170,7 +172,8 @@ def _setup(settings: Settings, kind: str | None, name: str | None) -> int:
     question = {"telegram": "bot token (from @BotFather)",
                 "discord": "bot token (Developer Portal → Bot)", "slack": "bot token (xoxb-…)",
                 "teams": "the app's client secret (Azure Bot → Configuration)",
-                "feishu": "the app's App Secret (Credentials & Basic Info)", "irc": "SASL password (empty: none)",
+                "feishu": "the app's App Secret (Credentials & Basic Info)",
+                "yuanbao": "the bot's App Secret", "irc": "SASL password (empty: none)",
                 "api_server": "API keys, comma-separated (empty: loopback only, no keys)"}[kind]
     secret = _secret(question)
     app_secret = _secret("app-level token with connections:write (xapp-…)") if kind == "slack" else ""

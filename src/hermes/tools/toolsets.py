@@ -99,6 +99,7 @@ CORE_TOOLS: tuple[str, ...] = (
     "clarify", "delegate_task", "cronjob_manage",
 )
 
+YUANBAO = ("yb_query_group_info", "yb_query_group_members", "yb_send_dm", "yb_search_sticker", "yb_send_sticker")
 FEISHU_DRIVE = ("feishu_drive_list_comments", "feishu_drive_list_comment_replies", "feishu_drive_reply_comment",
                 "feishu_drive_add_comment")
 _DESKTOP = frozenset({Surface.DESKTOP})
@@ -144,7 +145,7 @@ TOOLSETS: dict[str, Toolset] = {
             in_all=False, auto_on=_DESKTOP),
         _ts("discord", "Discord server tools", "discord", surfaces=_MESSAGING, in_all=False),
         _ts("discord_admin", "Discord administration tools", "discord_admin", surfaces=_MESSAGING, in_all=False),
-        _ts("yuanbao", "Yuanbao DM, group and sticker tools", surfaces=_MESSAGING, in_all=False),
+        _ts("yuanbao", "Yuanbao DM, group and sticker tools", *YUANBAO, surfaces=_MESSAGING, in_all=False),
         _ts("feishu_doc", "Feishu document comments (comment handler only)", "feishu_doc_read",
             surfaces=frozenset(), in_all=False),
         _ts("feishu_drive", "Feishu drive comments (comment handler only)", *FEISHU_DRIVE, surfaces=frozenset(),

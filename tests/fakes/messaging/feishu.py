@@ -180,6 +180,14 @@ class FeishuDriver(Driver):
         if body["msg_type"] == "file":
             name, data = self.uploads[content["file_key"]]
             self.record(Posted("file", chat, name, thread, mid, data))
+        elif body["msg_type"] == "interactive":  # a card: its text and its buttons
+            elements = content["elements"]
+            text = "".join(e["text"]["content"] for e in elements if e["tag"] == "div")
+            buttons = [b for e in elements if e["tag"] == "action" for b in e["actions"] if b["tag"] == "button"]
+            if not buttons or any(not isinstance(b.get("value"), dict) for b in buttons):
+                return 400, {"code": 230099, "msg": "invalid card content"}
+            self.record(Posted("buttons", chat, text, thread, mid, buttons))
+            time.sleep(0.3)  # the card is on screen (and pressable) before the sender has its message id
         else:
             if len(content["text"]) > TEXT_LIMIT:
                 return 400, {"code": 230025, "msg": "message content too long"}
@@ -261,6 +269,16 @@ class FeishuDriver(Driver):
         event = self.message(user, "audio", {"file_key": "file_v1", "duration": 1200}, direct=True)
         self.resources[(event["message"]["message_id"], "file_v1")] = audio
         self.push("im.message.receive_v1", event)
+
+    def press(self, user: str, post: Posted, choice: str, *, chat: str | None = None,
+               value: dict[str, Any] | None = None) -> None:
+        """Press ``choice`` on a card: the ``card.action.trigger`` callback (``chat``/``value`` forge it)."""
+        button = next(b for b in post.extra if b["text"]["content"] == choice)
+        self.push("card.action.trigger", {
+            "operator": {"open_id": self.user(user), "tenant_key": "tk"}, "token": f"c-{uuid.uuid4().hex}",
+            "action": {"tag": "button", "value": value if value is not None else button["value"]},
+            "host": "im_message",
+            "context": {"open_message_id": post.message_id, "open_chat_id": chat or post.chat}})
 
     def drop(self) -> None:
         self.ws.drop()

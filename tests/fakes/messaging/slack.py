@@ -1,6 +1,7 @@
 """Slack on loopback (written from api.slack.com): Socket Mode (``apps.connections.open``, ``hello``,
 envelopes acknowledged by ``envelope_id``) and the Web API calls the adapter makes; with
-``mode="http"`` the people's events are signed requests to the bot's Events API request URL."""
+``mode="http"`` the people's events are signed requests to the bot's Events API request URL. Private
+files (a person's voice clip) are served under ``/files-pri/`` only to a request with the bot token."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ class SlackDriver(Driver):
         self.pending: list[str] = []
         self.acked: list[str] = []
         self.uploads: dict[str, tuple[str, bytes]] = {}
+        #: private files by path, and the Authorization header of every request for one
+        self.private_files: dict[str, bytes] = {}
+        self.file_auth: list[str | None] = []
+        self.voice_dir: Any = None
         self.ws = WsLoop(self._session)
         self.http = JsonHttp(self._answer)
         self.url = f"http://127.0.0.1:{self.http.port}/api"
@@ -61,6 +66,12 @@ class SlackDriver(Driver):
     def _answer(self, method: str, path: str, headers: Any, raw: bytes) -> tuple[int, Any]:
         call = path.removeprefix("/api/")
         auth = headers.get("Authorization", "")
+        if path.startswith("/files-pri/"):  # url_private_download: the bot token as a bearer, else no file
+            self.file_auth.append(headers.get("Authorization"))
+            found = self.private_files.get(path)
+            if auth != f"Bearer {BOT_TOKEN}" or found is None:
+                return 404, {"ok": False, "error": "file_not_found"}
+            return 200, found
         if call.startswith("upload/"):
             file_id = call.removeprefix("upload/")
             name, _ = self.uploads[file_id]
@@ -130,7 +141,7 @@ class SlackDriver(Driver):
         if self.mode == "http":
             self.bot = SlackAdapter(BOT_TOKEN, base_url=self.url, mode="http", signing_secret=SIGNING_SECRET, port=0)
             return self.bot
-        return SlackAdapter(BOT_TOKEN, APP_TOKEN, base_url=self.url)
+        return SlackAdapter(BOT_TOKEN, APP_TOKEN, base_url=self.url, voice_dir=self.voice_dir)
 
     def _user(self, name: str) -> str:
         return self.users.setdefault(name, f"U{100 + len(self.users)}")
@@ -148,6 +159,20 @@ class SlackDriver(Driver):
                                  "text": text if direct or not mention else f"<@{BOT_USER}> {text}"}
         if thread:
             event["thread_ts"] = thread
+        self._envelope("events_api", {"type": "event_callback", "event": event})
+
+    def say_voice(self, user: str, audio: bytes) -> None:
+        """A voice clip recorded in Slack, in a direct chat: a ``file_share`` message whose file is
+        ``slack_audio``, named ``audio_message.mp4`` and (as Slack often does) labelled ``video/mp4``."""
+        file_id = f"F{next(self.ids)}"
+        path = f"/files-pri/T1-{file_id}/download/audio_message.mp4"
+        self.private_files[path] = audio
+        url = f"http://127.0.0.1:{self.http.port}{path}"
+        event = {"type": "message", "subtype": "file_share", "user": self._user(user), "ts": self._ts(),
+                 "channel": self.dm_chat(user), "channel_type": "im", "text": "",
+                 "files": [{"id": file_id, "name": "audio_message.mp4", "mimetype": "video/mp4",
+                            "filetype": "mp4", "subtype": "slack_audio", "size": len(audio),
+                            "url_private": url, "url_private_download": url}]}
         self._envelope("events_api", {"type": "event_callback", "event": event})
 
     def press(self, user: str, post: Posted, choice: str) -> None:

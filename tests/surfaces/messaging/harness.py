@@ -32,7 +32,7 @@ class GatewayThread:
 
     def __init__(self, home: Path, url: str, adapters: list[Any], *, access: dict[str, PlatformAccess] | None = None,
                  secrets: tuple[str, ...] = (), clarify_timeout: float | None = None, extra_config: str = "",
-                 stream: bool = False, **gate: Any) -> None:
+                 stream: bool = False, toolsets: dict[str, list[str]] | None = None, **gate: Any) -> None:
         settings = settings_for(home, url, extra_config, stream)
         self.owner_lines: list[str] = []
         self.host = SessionHost(settings)
@@ -41,7 +41,7 @@ class GatewayThread:
         self.gateway = Gateway(self.host, adapters, self.access, secrets=secrets, backoff_initial=0.05,
                                backoff_max=0.2, status_path=home / "gateway" / "status.json",
                                clarify_timeout=clarify_timeout,
-                               toolsets={a.name: ["todo", "clarify"] for a in adapters})
+                               toolsets=toolsets or {a.name: ["todo", "clarify"] for a in adapters})
         self.thread = threading.Thread(target=lambda: asyncio.run(self.gateway.run()), daemon=True)
         self.thread.start()
         deadline = time.monotonic() + 20

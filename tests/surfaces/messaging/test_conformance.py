@@ -12,7 +12,7 @@ from fakes.messaging import Driver
 from hermes.surfaces.messaging.access import PlatformAccess
 from surfaces.messaging.harness import GatewayThread, scripted
 
-PLATFORMS = ["irc", "telegram", "discord", "slack", "teams", "feishu"]
+PLATFORMS = ["irc", "telegram", "discord", "slack", "teams", "feishu", "yuanbao"]
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +48,10 @@ def driver(request: pytest.FixtureRequest) -> Iterator[Driver]:
         from fakes.messaging.feishu import FeishuDriver
 
         made = FeishuDriver()
+    elif request.param == "yuanbao":
+        from fakes.messaging.yuanbao import YuanbaoDriver
+
+        made = YuanbaoDriver()
     else:
         from fakes.messaging.teams import TeamsDriver
 

@@ -201,3 +201,66 @@ def test_a_feishu_voice_message_is_transcribed_and_answered_aloud(hermes_home: P
             assert len([p for p in feishu.posts if p.kind == "file"]) == 1
         finally:
             gateway.stop()
+
+
+def test_approvals_are_card_buttons_and_forged_presses_are_dropped(hermes_home: Path, model_server: Any,
+                                                                    feishu: FeishuDriver, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "build").mkdir(parents=True)
+
+    def script(body: dict[str, Any]) -> Reply:
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(content="result: " + body["messages"][-1]["content"][:200])
+        return call("terminal", {"command": "rm -rf build", "workdir": str(work)})
+
+    server = model_server(script)
+    gateway = start(hermes_home, server.url, feishu, extra_config=f"terminal:\n  cwd: {work}\n")
+    gateway.gateway.toolsets["feishu"] = ["terminal"]
+    try:
+        feishu.say("alice", "clean up", direct=True)
+        card = feishu.wait_for(lambda ps: [p for p in ps if p.kind == "buttons"])[0]
+        assert "rm -rf build" in card.text
+        assert [b["text"]["content"] for b in card.extra] == ["once", "session", "always", "deny"]
+        once = next(b["value"] for b in card.extra if b["text"]["content"] == "once")
+        feishu.press("alice", card, "once", chat=feishu.group)  # the card's buttons, from another chat
+        feishu.press("alice", card, "once", value={**once, "card": "0" * 16})  # another card's nonce
+        feishu.press("alice", card, "once", value={"hc": "7", "card": once["card"]})  # no such choice
+        forged = type(card)(card.kind, card.chat, card.text, card.thread, "om_not_ours", card.extra)
+        feishu.press("alice", forged, "once")  # a card this bot never sent
+        feishu.press("alice", card, "deny")
+        feishu.wait_for(lambda ps: [p for p in ps if p.text.startswith("result:")])
+        denied = json.loads([m for m in server.requests[-1]["messages"] if m["role"] == "tool"][-1]["content"])
+        assert "denied" in denied["error"]
+        assert (work / "build").exists(), "a forged press approved the command"
+        assert gateway.gateway.adapters["feishu"].malformed_events == 0
+        assert len([a for a in feishu.acks if a.get("code") == 200]) >= 6  # every callback frame acknowledged
+
+        feishu.say("alice", "clean up now", direct=True)
+        card = feishu.wait_for(lambda ps: [p for p in ps if p.kind == "buttons"][1:])[0]
+        feishu.press("alice", card, "once")
+        feishu.wait_for(lambda ps: len([p for p in ps if p.text.startswith("result:")]) == 2)
+        assert not (work / "build").exists()
+    finally:
+        gateway.stop()
+
+
+def test_a_card_press_at_the_webhook_is_checked_like_any_event(hermes_home: Path, model_server: Any,
+                                                               webhook: FeishuDriver) -> None:
+    server = model_server(scripted)
+    gateway = start(hermes_home, server.url, webhook)
+    try:
+        webhook.say("alice", "ask me", direct=True)
+        card = webhook.wait_for(lambda ps: [p for p in ps if p.kind == "buttons"])[0]
+        assert "Which colour?" in card.text
+        button = next(b for b in card.extra if b["text"]["content"] == "blue")
+        press = {"schema": "2.0", "header": {"event_id": "press-1", "event_type": "card.action.trigger"},
+                 "event": {"operator": {"open_id": webhook.user("alice")}, "token": "c-1",
+                           "action": {"tag": "button", "value": button["value"]},
+                           "context": {"open_message_id": card.message_id, "open_chat_id": card.chat}}}
+        assert webhook.webhook_post(press, token="not-the-token").status_code == 401
+        assert webhook.webhook_post(press, sign_with="another-key").status_code == 401
+        assert webhook.webhook_post(press).status_code == 200
+        said = webhook.wait_for(lambda ps: [p for p in ps if p.text.startswith("clarify said:")])[0]
+        assert "blue" in said.text
+    finally:
+        gateway.stop()

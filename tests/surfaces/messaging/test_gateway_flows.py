@@ -131,15 +131,18 @@ def test_a_dangerous_command_is_approved_in_the_chat(hermes_home: Path, model_se
         gateway.stop()
 
 
-@pytest.mark.parametrize("platform", ["telegram", "discord"])
+@pytest.mark.parametrize("platform", ["telegram", "discord", "yuanbao"])
 def test_the_bot_token_never_appears_in_logs(hermes_home: Path, model_server: Any, platform: str) -> None:
     if platform == "telegram":
         driver: Driver = TelegramDriver()
+    elif platform == "yuanbao":  # the app secret, and the connection token sign-token hands out
+        from fakes.messaging.yuanbao import YuanbaoDriver
+
+        driver = YuanbaoDriver()
     else:
         from fakes.messaging.discord import DiscordDriver
 
         driver = DiscordDriver()
-    (token,) = driver.secrets
     captured = io.StringIO()
     handler = logging.StreamHandler(captured)
     handler.setLevel(logging.DEBUG)
@@ -166,8 +169,9 @@ def test_the_bot_token_never_appears_in_logs(hermes_home: Path, model_server: An
     assert "reconnecting" in text
     if platform == "telegram":
         assert MASK in text  # the token was in log records (Bot API URLs), and was masked there
-    assert token not in text and token[-12:] not in text
-    assert token not in json.dumps(status)
+    for token in driver.secrets:
+        assert token not in text and token[-12:] not in text
+        assert token not in json.dumps(status)
 
 
 def test_clarify_with_discord_buttons(hermes_home: Path, model_server: Any) -> None:
@@ -354,3 +358,38 @@ def test_a_discord_voice_message_is_transcribed(hermes_home: Path, model_server:
         finally:
             gateway.stop()
             discord.close()
+
+
+def test_slack_voice_clips_are_transcribed_and_never_fetched_for_strangers(
+        hermes_home: Path, model_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.messaging.slack import BOT_TOKEN, SlackDriver
+    from fakes.vendors.fal import FastServerThread
+    from fakes.vendors.openai_audio import FAKE_AUDIO, FakeOpenAIAudio
+
+    for name in ("OPENAI_API_KEY", "VOICE_TOOLS_OPENAI_KEY", "TOOL_GATEWAY_USER_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("VOICE_TOOLS_OPENAI_KEY", "sk-voice-test-key-123456")
+    stt = FakeOpenAIAudio(key="sk-voice-test-key-123456", transcript="book the meeting room")
+    slack = SlackDriver()
+    slack.voice_dir = hermes_home / "cache" / "voice"
+    with FastServerThread(stt.app) as audio_server:
+        server = model_server(scripted)
+        gateway = start(hermes_home, server.url, slack,
+                        extra_config=f"stt:\n  provider: openai\n  openai:\n    base_url: {audio_server.url}/v1\n")
+        try:
+            for _ in range(2):
+                slack.say_voice("mallory", b"\x00" * 50_000)  # not allowed, never paired
+            slack.say("alice", "after them", direct=True)
+            slack.wait_for(lambda ps: [p for p in ps if p.text == "re: after them"])
+            assert slack.file_auth == [], "a stranger's voice clip was fetched"
+            assert stt.uploads == [] and not slack.voice_dir.exists()
+
+            slack.say_voice("alice", FAKE_AUDIO["opus"])
+            slack.wait_for(lambda ps: [p for p in ps if "re: [voice message]" in p.text])
+            assert last_user(server.requests[-1]) == '[voice message] "book the meeting room"'
+            assert stt.uploads[0]["file"][1] == FAKE_AUDIO["opus"]
+            assert slack.file_auth == [f"Bearer {BOT_TOKEN}"]  # Slack's private files want the bot token
+            assert slack.voice_dir.is_dir() and not list(slack.voice_dir.iterdir())  # deleted once heard
+        finally:
+            gateway.stop()
+            slack.close()

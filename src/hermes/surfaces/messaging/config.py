@@ -2,7 +2,8 @@
 
 Each table under ``gateway.platforms`` is one connection; its name is the platform name in
 conversation keys and ``type`` (default: the table's name) picks the adapter — ``telegram``,
-``discord``, ``slack``, ``teams``, ``feishu``, ``irc`` or ``api_server`` — so two IRC networks can be two tables.
+``discord``, ``slack``, ``teams``, ``feishu``, ``yuanbao``, ``irc`` or ``api_server`` — so two IRC
+networks can be two tables.
 Secrets are never in config.yaml: each table names the environment variable (``.env`` works) that holds its token. See
 docs/messaging.md for every key.
 """
@@ -20,14 +21,15 @@ if TYPE_CHECKING:
     from hermes.config.settings import Settings
     from hermes.surfaces.messaging.adapter import PlatformAdapter
 
-TYPES = ("telegram", "discord", "slack", "teams", "feishu", "irc", "api_server")
+TYPES = ("telegram", "discord", "slack", "teams", "feishu", "yuanbao", "irc", "api_server")
 #: the environment variable each type reads its secret from, unless the table names another
 SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "discord": ("token_env", "DISCORD_BOT_TOKEN"),
               "slack": ("token_env", "SLACK_BOT_TOKEN"), "teams": ("password_env", "TEAMS_APP_PASSWORD"),
-              "feishu": ("secret_env", "FEISHU_APP_SECRET"), "irc": ("password_env", "IRC_PASSWORD"),
+              "feishu": ("secret_env", "FEISHU_APP_SECRET"), "yuanbao": ("secret_env", "YUANBAO_APP_SECRET"),
+              "irc": ("password_env", "IRC_PASSWORD"),
               "api_server": ("keys_env", "HERMES_API_KEYS")}
 #: types that cannot run without their secret
-NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams", "feishu"})
+NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams", "feishu", "yuanbao"})
 #: Slack's Socket Mode also needs the app-level token
 APP_TOKEN_ENV = ("app_token_env", "SLACK_APP_TOKEN")
 #: ... and its HTTP mode the Signing Secret
@@ -75,6 +77,8 @@ class PlatformConfig:
                 return "needs PyJWT (pip install 'hermes[messaging]')"
         if self.type == "feishu":
             return self._feishu_problem()
+        if self.type == "yuanbao" and not self.table.get("app_id"):
+            return f"gateway.platforms.{self.name}.app_id is not set (the bot's App ID / app key)"
         return ""
 
     def _feishu_problem(self) -> str:
@@ -195,7 +199,8 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
                             base_url=str(table.get("base_url") or SLACK_API), mode="http" if http_mode else "socket",
                             signing_secret=cfg.app_secret if http_mode else "",
                             host=str(table.get("host") or "127.0.0.1"), port=int(table.get("port", 3000)),
-                            path=str(table.get("path") or "/slack/events"))
+                            path=str(table.get("path") or "/slack/events"),
+                            voice_dir=cache / "voice" if cache else None)
     if cfg.type == "teams":
         from hermes.surfaces.messaging.platforms import teams
 
@@ -214,6 +219,16 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
                              host=str(table.get("host") or "127.0.0.1"), port=int(table.get("port", 8643)),
                              path=str(table.get("path") or "/feishu/events"),
                              voice_dir=cache / "voice" if cache else None)
+    if cfg.type == "yuanbao":
+        from hermes.surfaces.messaging.platforms import yuanbao
+
+        if not table.get("app_id"):
+            raise ConfigError(f"gateway.platforms.{cfg.name}.app_id is not set (the bot's App ID / app key)")
+        return yuanbao.YuanbaoAdapter(str(table["app_id"]), cfg.secret, name=cfg.name,
+                                      api=str(table.get("api_url") or yuanbao.API),
+                                      ws_url=str(table.get("ws_url") or yuanbao.WS_URL),
+                                      instance_id=str(table.get("instance_id") or yuanbao.INSTANCE_ID),
+                                      voice_dir=cache / "voice" if cache else None)
     if cfg.type == "irc":
         from hermes.surfaces.messaging.platforms.irc import IrcAdapter
 

@@ -21,8 +21,15 @@ message's resources for the gateway to transcribe. ``drive.notice.comment_add_v1
 
 **Sending.** ``POST /open-apis/im/v1/messages?receive_id_type=chat_id`` (text), ``…/{id}/reply`` in
 topics, ``PUT /open-apis/im/v1/messages/{id}`` to edit, files by ``POST /open-apis/im/v1/files`` then a
-``file`` message. Feishu has no typing signal for bots; buttons (interactive cards) are not built, so
-clarify and approvals arrive as numbered text.
+``file`` message. Feishu has no typing signal for bots.
+
+**Buttons.** Clarify questions and approvals go out as an ``interactive`` card (card JSON: the text and
+an ``action`` row of buttons whose ``value`` is the choice's index and a random per-card nonce). A
+press arrives as the ``card.action.trigger`` callback — over the long connection (a data frame, type
+``event`` or ``card``), or at the webhook URL, where it passes the same Verification Token, signature
+and decryption checks as any event. It is taken only when its ``context.open_message_id`` is a card
+this adapter sent, in that card's chat (``open_chat_id``), with that card's nonce and a choice index
+the card has; anything else is logged and dropped.
 """
 
 from __future__ import annotations
@@ -31,9 +38,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +67,10 @@ logger = logging.getLogger(__name__)
 
 MESSAGES = "/open-apis/im/v1/messages"
 COMMENT_EVENT = "drive.notice.comment_add_v1"
+CARD_ACTION = "card.action.trigger"
+#: cards remembered for their presses, and the most buttons one card gets
+CARDS_KEPT = 512
+MAX_BUTTONS = 20
 #: event ids remembered to drop redeliveries
 SEEN_EVENTS = 2048
 
@@ -67,6 +79,7 @@ class FeishuAdapter(PlatformAdapter):
     name = "feishu"
     max_text = 8000
     supports_threads = True
+    supports_buttons = True
 
     def __init__(self, app_id: str, app_secret: str, *, base_url: str = FEISHU, mode: str = "long_connection",
                  verification_token: str = "", encrypt_key: str = "", host: str = "127.0.0.1", port: int = 8643,
@@ -90,6 +103,11 @@ class FeishuAdapter(PlatformAdapter):
         self._parts: dict[str, list[bytes | None]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()
         self._comments: set[asyncio.Task[None]] = set()
+        #: card message id → (chat, thread, nonce, choices); chats seen as one-to-one (p2p)
+        self._cards: OrderedDict[str, tuple[str, str, str, list[str]]] = OrderedDict()
+        self._p2p: set[str] = set()
+        #: cards being sent: a press can arrive before the send's answer gives the card's id
+        self._card_sends: set[asyncio.Event] = set()
 
     @property
     def port(self) -> int:
@@ -180,7 +198,7 @@ class FeishuAdapter(PlatformAdapter):
         if total > 1:
             payload = self._combine(frame.header("message_id"), total, int(frame.header("seq") or 0), frame.payload)
         started = time.monotonic()
-        if payload is not None and kind == "event":
+        if payload is not None and kind in ("event", "card"):
             await self._event_bytes(payload)
         ack = wire.Frame(frame.seq_id, frame.log_id, frame.service, frame.method,
                          [*frame.headers, ("biz_rt", str(int((time.monotonic() - started) * 1000)))],
@@ -263,9 +281,12 @@ class FeishuAdapter(PlatformAdapter):
                     self._comments.add(task)
                     task.add_done_callback(self._comments.discard)
                 return
-            if kind != "im.message.receive_v1":
+            if kind == CARD_ACTION:
+                msg = await self._press(event["event"])
+            elif kind != "im.message.receive_v1":
                 return  # events this adapter does not answer (chat member changes, reactions …)
-            msg = await self._inbound(event["event"])
+            else:
+                msg = await self._inbound(event["event"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             self.malformed(f"{kind}: {type(exc).__name__}: {exc}", event)
             return
@@ -298,6 +319,8 @@ class FeishuAdapter(PlatformAdapter):
         else:
             return None  # images, stickers, posts …
         direct = message["chat_type"] == "p2p"
+        if direct:
+            self._p2p.add(str(message["chat_id"]))
         mentioned = direct
         for mention in message.get("mentions") or []:
             if str((mention.get("id") or {}).get("open_id") or "") == self.bot_open_id and self.bot_open_id:
@@ -308,6 +331,28 @@ class FeishuAdapter(PlatformAdapter):
                        thread=thread, direct=direct, mentioned=mentioned,
                        from_bot=sender.get("sender_type") not in (None, "user"),
                        message_id=str(message["message_id"]), fetch_voice=fetch)
+
+    async def _press(self, event: dict[str, Any]) -> Inbound | None:
+        """A button press on one of this adapter's cards (see the module docstring), else None."""
+        context, value = event["context"], event["action"]["value"]
+        card = str(context["open_message_id"])
+        if card not in self._cards and self._card_sends:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in list(self._card_sends))), 10)
+        found = self._cards.get(card)
+        if found is None or not isinstance(value, dict):
+            logger.warning("%s: dropped a card action for a card it did not send", self.name)
+            return None
+        chat, thread, nonce, choices = found
+        index = str(value.get("hc", ""))
+        same_card = secrets.compare_digest(str(value.get("card", "")), nonce)
+        if str(context.get("open_chat_id") or "") != chat or not same_card or not index.isdigit() \
+                or int(index) >= len(choices):
+            logger.warning("%s: dropped a card action that does not match its card", self.name)
+            return None
+        operator = event["operator"]
+        return Inbound(platform=self.name, chat=chat, user=str(operator["open_id"]), text=choices[int(index)],
+                       thread=thread, direct=chat in self._p2p, mentioned=True, button=True, card=card)
 
     async def _download(self, message_id: str, file_key: str) -> str:
         """A voice message's audio (the message's resource), saved 0600 under :attr:`voice_dir`."""
@@ -330,6 +375,27 @@ class FeishuAdapter(PlatformAdapter):
 
     async def send_text(self, chat: str, text: str, thread: str = "") -> str:
         return await self._send(chat, thread, "text", text_content(text))
+
+    async def send_buttons(self, chat: str, text: str, choices: Sequence[str], thread: str = "") -> str:
+        nonce = secrets.token_hex(8)
+        kept = list(choices[:MAX_BUTTONS])
+        buttons = [{"tag": "button", "text": {"tag": "plain_text", "content": c[:100]},
+                    "type": "default" if c == "skip" else "primary", "value": {"hc": str(i), "card": nonce}}
+                   for i, c in enumerate(kept)]
+        card = {"config": {"wide_screen_mode": True},
+                "elements": [{"tag": "div", "text": {"tag": "plain_text", "content": text}},
+                             {"tag": "action", "actions": buttons}]}
+        sending = asyncio.Event()
+        self._card_sends.add(sending)
+        try:
+            message_id = await self._send(chat, thread, "interactive", json.dumps(card, ensure_ascii=False))
+            self._cards[message_id] = (chat, thread, nonce, kept)
+        finally:
+            sending.set()
+            self._card_sends.discard(sending)
+        while len(self._cards) > CARDS_KEPT:
+            self._cards.popitem(last=False)
+        return message_id
 
     async def edit_text(self, chat: str, message_id: str, text: str, thread: str = "") -> None:
         try:

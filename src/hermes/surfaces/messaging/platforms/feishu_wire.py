@@ -7,7 +7,7 @@ int32: 0 control, 1 data), ``headers`` (5, repeated ``Header{key=1, value=2}``),
 is: ``ping``/``pong`` (control) or ``event``/``card`` (data, the payload an event's JSON, possibly in
 ``sum`` parts numbered by ``seq`` under one ``message_id``). A data frame is answered by sending it
 back with the payload ``{"code": 200}``. The codec here is the protobuf wire format for just these
-fields (varints and length-delimited fields), so no protobuf runtime is needed.
+fields (varints and length-delimited fields, ``protowire``), so no protobuf runtime is needed.
 
 **Webhook.** Feishu POSTs each event to the request URL. With an Encrypt Key the body is
 ``{"encrypt": base64(iv ‖ AES-256-CBC(key=SHA-256(encrypt key), PKCS#7))}`` and the request is signed:
@@ -22,6 +22,9 @@ import base64
 import hashlib
 import hmac
 from dataclasses import dataclass, field
+
+from hermes.surfaces.messaging.platforms.protowire import field as _field
+from hermes.surfaces.messaging.platforms.protowire import fields as _fields
 
 CONTROL, DATA = 0, 1
 
@@ -42,26 +45,6 @@ class Frame:
         return next((v for k, v in self.headers if k == key), "")
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # negative int32s are sent as ten-byte two's complement, as protobuf does
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _field(number: int, value: int | bytes | str) -> bytes:
-    if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
-    data = value.encode() if isinstance(value, str) else value
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
 def encode(frame: Frame) -> bytes:
     out = [_field(1, frame.seq_id), _field(2, frame.log_id), _field(3, frame.service), _field(4, frame.method)]
     out += [_field(5, _field(1, k) + _field(2, v)) for k, v in frame.headers]
@@ -73,42 +56,6 @@ def encode(frame: Frame) -> bytes:
     if frame.log_id_new:
         out.append(_field(9, frame.log_id_new))
     return b"".join(out)
-
-
-def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
-    """(field number, int or bytes) pairs; ValueError on anything that is not well-formed."""
-    out: list[tuple[int, int | bytes]] = []
-    at = 0
-
-    def varint() -> int:
-        nonlocal at
-        value = shift = 0
-        while True:
-            if at >= len(data) or shift > 63:
-                raise ValueError("a truncated varint")
-            byte = data[at]
-            at += 1
-            value |= (byte & 0x7F) << shift
-            shift += 7
-            if not byte & 0x80:
-                return value
-
-    while at < len(data):
-        key = varint()
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            out.append((number, varint()))
-        elif wire == 2:
-            size = varint()
-            if at + size > len(data):
-                raise ValueError("a truncated field")
-            out.append((number, data[at:at + size]))
-            at += size
-        elif wire in (1, 5):  # fixed64 / fixed32: not in a Frame, skipped
-            at += 8 if wire == 1 else 4
-        else:
-            raise ValueError(f"wire type {wire} is not supported")
-    return out
 
 
 def decode(data: bytes) -> Frame:

@@ -19,6 +19,12 @@ under the app's Signing Secret, with a timestamp at most five minutes away; anyt
 The ``url_verification`` challenge is answered; ``event_callback`` bodies and ``payload=`` forms
 (button presses) go through the same handling as Socket Mode envelopes; an ``event_id`` seen before
 (Slack retries after three seconds) is acknowledged and not answered again.
+
+Voice: a message with an audio file (a ``files`` entry whose ``mimetype`` is ``audio/*``, or Slack's own
+voice clips: file ``subtype`` ``slack_audio``, named ``audio_message*``, often labelled ``video/mp4``)
+carries a ``fetch_voice`` that downloads ``url_private_download`` with the bot token (Slack wants it) —
+only from ``files.slack.com`` (or the configured API's host), without following redirects, at most
+25 MB, and only once the gateway's access gate has let the message through.
 """
 
 from __future__ import annotations
@@ -27,10 +33,18 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes.surfaces.messaging.adapter import Deliver, Inbound, PlatformAdapter, PlatformError, close_connections
+from hermes.surfaces.messaging.adapter import (
+    Deliver,
+    Inbound,
+    PlatformAdapter,
+    PlatformError,
+    close_connections,
+    save_voice,
+)
 from hermes.surfaces.messaging.platforms.httpserve import AppServer
 
 if TYPE_CHECKING:
@@ -43,6 +57,11 @@ logger = logging.getLogger(__name__)
 API = "https://slack.com/api"
 #: how far a signed request's timestamp may be from now
 SIGNATURE_WINDOW = 300
+#: where Slack serves private files (a voice clip is downloaded, with the bot token, only from there)
+FILES_HOST = "files.slack.com"
+MAX_VOICE_BYTES = 25 * 1024 * 1024
+#: message subtypes that are still a person's message (a message with a file attached)
+PERSON_SUBTYPES = frozenset({"", "file_share"})
 
 
 class SlackAdapter(PlatformAdapter):
@@ -53,8 +72,10 @@ class SlackAdapter(PlatformAdapter):
 
     def __init__(self, bot_token: str, app_token: str = "", *, base_url: str = API, name: str = "slack",
                  mode: str = "socket", signing_secret: str = "", host: str = "127.0.0.1", port: int = 3000,
-                 path: str = "/slack/events") -> None:
+                 path: str = "/slack/events", voice_dir: Path | None = None) -> None:
         super().__init__()
+        #: where voice clips are downloaded to (0600 files, deleted once transcribed)
+        self.voice_dir = voice_dir
         self.name, self.mode = name, mode
         self._bot_token, self._app_token = bot_token, app_token
         self._signing_secret = signing_secret
@@ -193,7 +214,8 @@ class SlackAdapter(PlatformAdapter):
         payload: Any = envelope.get("payload")
         if kind == "events_api":
             event = payload["event"]
-            if event["type"] != "message" or event.get("subtype") or event.get("bot_id"):
+            if event["type"] != "message" or str(event.get("subtype") or "") not in PERSON_SUBTYPES \
+                    or event.get("bot_id"):
                 return None
             if str(event["user"]) == self.bot_user:
                 return None
@@ -201,9 +223,12 @@ class SlackAdapter(PlatformAdapter):
             mention = f"<@{self.bot_user}>"
             direct = event.get("channel_type") == "im"
             mentioned = direct or mention in text
+            audio = next((f for f in event.get("files") or [] if _is_voice(f)), None)
+            ts = str(event.get("ts") or "")
             return Inbound(platform=self.name, chat=str(event["channel"]), user=str(event["user"]),
                            text=text.replace(mention, "").strip(), thread=str(event.get("thread_ts") or ""),
-                           direct=direct, mentioned=mentioned, message_id=str(event.get("ts") or ""))
+                           direct=direct, mentioned=mentioned, message_id=ts,
+                           fetch_voice=partial(self._download, audio, ts) if audio is not None else None)
         if kind == "interactive" and payload.get("type") == "block_actions":
             action = payload["actions"][0]
             message = payload["message"]
@@ -219,6 +244,28 @@ class SlackAdapter(PlatformAdapter):
         if kind not in ("events_api", "interactive", "slash_commands", None):
             raise ValueError(f"an envelope of unknown type {kind!r}")
         return None
+
+    async def _download(self, file: dict[str, Any], ts: str) -> str:
+        """A voice clip's audio, fetched with the bot token only from Slack's file host."""
+        from urllib.parse import urlsplit
+
+        import httpx
+
+        url = str(file.get("url_private_download") or file.get("url_private") or "")
+        parts, api = urlsplit(url), urlsplit(self.base_url)
+        if (parts.scheme, parts.netloc) not in (("https", FILES_HOST), (api.scheme, api.netloc)):
+            raise ValueError(f"a file on an unexpected host {parts.netloc!r}")
+        if int(file.get("size") or 0) > MAX_VOICE_BYTES:
+            raise ValueError("a voice clip larger than 25 MB")
+        try:
+            async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as plain:
+                response = await plain.get(url, headers={"Authorization": f"Bearer {self._bot_token}"})
+        except httpx.HTTPError as exc:
+            raise ValueError(f"the voice clip could not be downloaded: {type(exc).__name__}") from exc
+        if response.status_code != 200 or len(response.content) > MAX_VOICE_BYTES:
+            raise ValueError(f"the voice clip could not be downloaded (HTTP {response.status_code})")
+        suffix = Path(str(file.get("name") or "audio_message.mp4")).suffix or ".mp4"
+        return save_voice(self.voice_dir, f"{self.name}-{ts.replace('.', '-') or 'voice'}{suffix}", response.content)
 
     @staticmethod
     def _where(chat: str, thread: str) -> dict[str, Any]:
@@ -266,3 +313,11 @@ class SlackAdapter(PlatformAdapter):
         await close_connections(ws, http)
 
 
+
+
+def _is_voice(file: Any) -> bool:
+    """An audio file, or one of Slack's own voice clips (``slack_audio``, which Slack may label ``video/mp4``)."""
+    if not isinstance(file, dict):
+        return False
+    return str(file.get("mimetype") or "").startswith("audio/") or file.get("subtype") == "slack_audio" \
+        or str(file.get("name") or "").lower().startswith("audio_message")
