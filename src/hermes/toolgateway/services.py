@@ -34,6 +34,7 @@ from hermes.toolgateway.storage.metering import Meter
 if TYPE_CHECKING:
     import httpx
 
+    from hermes.toolgateway.peers import Peers
     from hermes.toolgateway.storage.pg_async import AsyncPool, ChangeListener
     from hermes.toolgateway.storage.usage_journal import UsageWriter
 
@@ -56,6 +57,7 @@ class Gateway:
         self._writer: UsageWriter | None = None
         self._listener: ChangeListener | None = None
         self.admin_token = ""
+        self._peers: Peers | None = None
         self.sealing_key = b""
         self.limiter: Limiter = open_limiter(config.redis_url, config.rate_limit.per_second, config.rate_limit.burst)
 
@@ -67,6 +69,9 @@ class Gateway:
             from hermes.toolgateway.storage.sealed import sealing_key
 
             self.sealing_key = sealing_key(secret)  # connector provider tokens at rest
+            from hermes.toolgateway.peers import Peers, peer_key
+
+            self._peers = Peers(self, peer_key(secret))  # what this process holds; forwarding to the others
             self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
             self._conn = open_database(self.config.database_url, self.config.db_path)
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
@@ -107,6 +112,7 @@ class Gateway:
         import httpx
 
         self.open()
+        self.peers.forget_mine()
         if self.config.database_url:
             await self._start_hot_path(self.config.database_url)
         self._http = httpx.AsyncClient(
@@ -202,6 +208,13 @@ class Gateway:
         if self._meter is None:
             raise RuntimeError("the gateway is not open")
         return self._meter
+
+    @property
+    def peers(self) -> Peers:
+        """This process's address and what it holds (:mod:`hermes.toolgateway.peers`)."""
+        if self._peers is None:
+            raise RuntimeError("the gateway is not open")
+        return self._peers
 
     @property
     def http(self) -> httpx.AsyncClient:
