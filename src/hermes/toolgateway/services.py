@@ -34,6 +34,7 @@ from hermes.toolgateway.storage.metering import Meter
 if TYPE_CHECKING:
     import httpx
 
+    from hermes.net.h1client import H1Client
     from hermes.toolgateway.peers import Peers
     from hermes.toolgateway.storage.pg_async import AsyncPool, ChangeListener
     from hermes.toolgateway.storage.usage_journal import UsageWriter
@@ -53,6 +54,7 @@ class Gateway:
         self._auth: Authenticator | None = None
         self._meter: Meter | None = None
         self._http: httpx.AsyncClient | None = None
+        self._vendor_client: H1Client | None = None
         self._pool: AsyncPool | None = None
         self._writer: UsageWriter | None = None
         self._listener: ChangeListener | None = None
@@ -122,6 +124,10 @@ class Gateway:
             trust_env=False,
             headers={"user-agent": "hermes-toolgateway/1"},
         )
+        from hermes.net.h1client import H1Client
+
+        self._vendor_client = H1Client(max_connections=512, max_idle_per_origin=128, keepalive_expiry=30.0,
+                                       connect_timeout=10.0, user_agent="hermes-toolgateway/1")
 
     async def _start_hot_path(self, url: str) -> None:
         """PostgreSQL: the async pool for tokens, quotas and usage, and the usage journal (replayed first)."""
@@ -162,6 +168,9 @@ class Gateway:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        if self._vendor_client is not None:
+            await self._vendor_client.aclose()
+            self._vendor_client = None
         aclose = getattr(self.limiter, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -215,6 +224,13 @@ class Gateway:
         if self._peers is None:
             raise RuntimeError("the gateway is not open")
         return self._peers
+
+    @property
+    def vendor_client(self) -> H1Client:
+        """The client of the relays' vendor calls (:func:`hermes.toolgateway.relays.vendor.vendor_request`)."""
+        if self._vendor_client is None:
+            raise RuntimeError("the gateway's HTTP client is not started")
+        return self._vendor_client
 
     @property
     def http(self) -> httpx.AsyncClient:

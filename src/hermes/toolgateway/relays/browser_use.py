@@ -214,7 +214,7 @@ class BrowserUseRelay(Relay):
     async def _vendor(self, call: RelayCall, method: str, path: str, *, body: Any = None,
                       headers: dict[str, str] | None = None) -> tuple[int, bytes, Any, dict[str, str]]:
         cfg = self.gateway.config.browser_use
-        resp = await vendor_request(self.gateway.http, method, cfg.url + path, vendor="browser-use",
+        resp = await vendor_request(self.gateway.vendor_client, method, cfg.url + path, vendor="browser-use",
                                     limits=self.gateway.config.limits, deadline=call.deadline, json_body=body,
                                     headers={**self._vendor_headers(), **(headers or {})})
         raise_for_vendor(resp, "browser-use", (cfg.api_key,))

@@ -173,7 +173,7 @@ class ImagesAPI:
         cfg = self.gateway.config.tool
         headers = operator_headers(cfg.api_key, "Bearer", call.headers,
                                    **{"content-type": content_type, "accept": "application/json"})
-        resp = await vendor_request(self.gateway.http, "POST", cfg.url + path, vendor="openai",
+        resp = await vendor_request(self.gateway.vendor_client, "POST", cfg.url + path, vendor="openai",
                                     limits=self.gateway.config.limits, deadline=call.deadline, content=content,
                                     headers=headers)
         raise_for_vendor(resp, "openai", (cfg.api_key,))
