@@ -19,6 +19,8 @@ import httpx
 import pytest
 
 from fakes.pg_redis import Gateways, PostgresServer, RedisServer, gateways
+from fakes.vendors import ServerThread
+from fakes.vendors.openai_images import FakeOpenAIImages
 
 CHROMIUM = "/usr/bin/chromium"
 HAS_CHROMIUM = os.access(CHROMIUM, os.X_OK) or bool(os.environ.get("CI"))
@@ -26,9 +28,10 @@ AS_ROOT = os.geteuid() == 0
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 
 
-def extra_config(root: Path) -> str:
+def extra_config(root: Path, images_url: str) -> str:
     who = 'run_as = "nobody"' if AS_ROOT else "allow_gateway_user = true"
-    text = f'\n[relays.modal]\nbackend = "local"\nexec_wait = 5.0\nroot = "{root}/@HOST@-sandboxes"\n{who}\n'
+    text = f'\n[relays.tool]\nurl = "{images_url}"\napi_key = "sk-test"\n'
+    text += f'\n[relays.modal]\nbackend = "local"\nexec_wait = 5.0\nroot = "{root}/@HOST@-sandboxes"\n{who}\n'
     if HAS_CHROMIUM:
         text += (f'\n[relays.browser-use]\nbackend = "local"\nchromium = "{CHROMIUM}"\nallow_loopback = true\n'
                  + ('run_as = "nobody"\n' if AS_ROOT else ""))
@@ -36,13 +39,21 @@ def extra_config(root: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def pair(postgres_server: PostgresServer, redis_server: RedisServer) -> Iterator[Gateways]:
+def images() -> Iterator[tuple[FakeOpenAIImages, ServerThread]]:
+    vendor = FakeOpenAIImages(key="sk-test")
+    with ServerThread(vendor.app) as server:
+        yield vendor, server
+
+
+@pytest.fixture(scope="module")
+def pair(postgres_server: PostgresServer, redis_server: RedisServer,
+         images: tuple[FakeOpenAIImages, ServerThread]) -> Iterator[Gateways]:
     # a folder the sandbox user (nobody, as root) can pass through: pytest's own tmp is 0700
     root = Path(tempfile.mkdtemp(prefix="hermes-peers-", dir="/tmp"))
     root.chmod(0o711)
     try:
         with gateways(root, postgres_server.database(), redis_server.url, rate=1000, burst=1000,
-                      extra=extra_config(root)) as group:
+                      extra=extra_config(root, images[1].url)) as group:
             group.cli("users", "add", "alice", "--plan", "paid")
             group.cli("users", "add", "bob", "--plan", "paid")
             yield group
@@ -89,7 +100,8 @@ def test_a_sandbox_made_on_one_process_runs_commands_through_the_other(pair: Gat
     assert usage["totals"]["units"] == 3  # one create and two execs
 
 
-def test_an_upload_stored_by_one_process_is_read_and_deleted_through_the_other(pair: Gateways) -> None:
+def test_an_upload_stored_by_one_process_is_read_and_deleted_through_the_other(
+        pair: Gateways, images: tuple[FakeOpenAIImages, ServerThread]) -> None:
     a, b = pair.urls
     alice = token(pair, "alice")
     stored = httpx.post(f"{a}/relay/tool/api/uploads/fal", files={"file": ("x.png", PNG, "image/png")},
@@ -101,6 +113,11 @@ def test_an_upload_stored_by_one_process_is_read_and_deleted_through_the_other(p
     got = httpx.get(via_b, timeout=30)
     assert got.status_code == 200 and got.content == PNG and got.headers["content-type"] == "image/png"
     assert httpx.get(via_b.split("?key=")[0] + "?key=" + "x" * 43, timeout=30).status_code == 404
+    # an image edit on B reads the source image from A (not fetched by the vendor)
+    edit = httpx.post(f"{b}/relay/tool/v1/images/edits", headers=bearer(alice), timeout=30,
+                      json={"model": "gpt-image-1", "prompt": "x", "n": 1, "images": [{"image_url": url}]})
+    assert edit.status_code == 200, edit.text
+    assert images[0].edits[-1]["parts"]["image"][1] == PNG
     upload_id = stored.json()["id"]
     gone = httpx.delete(f"{b}/relay/tool/api/uploads/files/{upload_id}", headers=bearer(alice), timeout=30)
     assert gone.status_code == 204, gone.text

@@ -131,10 +131,10 @@ class Peers:
                                 f"and the {what} with it", headers={"retry-after": "5"})
 
     async def request(self, peer: str, method: str, target: str, headers: list[tuple[str, str]], body: bytes,
-                      what: str) -> tuple[int, dict[str, str], bytes]:
+                      what: str, limit: int = 0) -> tuple[int, dict[str, str], bytes]:
         """``method target`` sent to ``peer`` with a signature: its status, headers (hop-by-hop ones left
-        out) and body (at most ``limits.max_response_bytes``); 503 ``holder_unavailable`` when it does
-        not answer."""
+        out) and body (at most ``limit`` bytes, else ``limits.max_response_bytes``); 503
+        ``holder_unavailable`` when it does not answer."""
         import httpx
 
         limits = self.gateway.config.limits
@@ -147,7 +147,7 @@ class Peers:
                 size = 0
                 async for chunk in resp.aiter_raw():
                     size += len(chunk)
-                    if size > limits.max_response_bytes:
+                    if size > (limit or limits.max_response_bytes):
                         raise GatewayHTTPError(502, "holder_bad_response",
                                                f"the answer of the process holding this {what} is too large")
                     chunks.append(chunk)
@@ -155,11 +155,12 @@ class Peers:
             raise self.unavailable(what) from None
         return resp.status_code, {k: v for k, v in resp.headers.items() if k.lower() not in _HOP}, b"".join(chunks)
 
-    async def forward(self, peer: str, scope: Scope, body: bytes, what: str) -> Response:
+    async def forward(self, peer: str, scope: Scope, body: bytes, what: str, limit: int = 0) -> Response:
         """``scope``'s request (with ``body``) sent to ``peer``; its answer, as it came."""
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]
                    if k.decode("latin-1").lower() not in _HOP]
-        status, kept, data = await self.request(peer, str(scope["method"]), target_of(scope), headers, body, what)
+        status, kept, data = await self.request(peer, str(scope["method"]), target_of(scope), headers, body, what,
+                                                limit)
         return Response(data, status_code=status, headers=kept)
 
     async def serve(self, scope: Scope, receive: Receive, send: Send, app: ASGIApp, *,

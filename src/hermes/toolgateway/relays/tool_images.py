@@ -238,7 +238,8 @@ class ImagesAPI:
         if peer is None:
             return None
         target = f"/relay/tool{FILES_MARK}{upload_id}?{urlencode({'key': key})}"
-        status, _headers, data = await peers.request(peer, "GET", target, [], b"", "upload")
+        status, _headers, data = await peers.request(peer, "GET", target, [], b"", "upload",
+                                                     self.gateway.config.uploads.max_bytes + 1)
         return data if status == 200 else None
 
     async def resolve(self, url: str, read: dict[str, Source] | None = None) -> Source:

@@ -224,8 +224,9 @@ class ToolOriginRelay(Relay):
             found = await asyncio.to_thread(path.stat)
         except FileNotFoundError:
             peer = await self._holder(scope, upload.id, upload.user_id)
-            if peer is not None:
-                return await self.gateway.peers.forward(peer, scope, b"", "upload")
+            if peer is not None:  # an upload may be larger than a vendor answer
+                return await self.gateway.peers.forward(peer, scope, b"", "upload",
+                                                        self.gateway.config.uploads.max_bytes + 1)
             raise GatewayHTTPError(404, "upload_not_found", "there is no upload at this URL") from None
         headers = {"cache-control": f"private, max-age={int(remaining)}", "x-content-type-options": "nosniff",
                    "content-security-policy": "default-src 'none'; sandbox"}
