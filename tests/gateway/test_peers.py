@@ -8,9 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,19 +44,15 @@ def images() -> Iterator[tuple[FakeOpenAIImages, ServerThread]]:
 
 
 @pytest.fixture(scope="module")
-def pair(postgres_server: PostgresServer, redis_server: RedisServer,
+def pair(postgres_server: PostgresServer, redis_server: RedisServer, traversable_root: Path,
          images: tuple[FakeOpenAIImages, ServerThread]) -> Iterator[Gateways]:
-    # a folder the sandbox user (nobody, as root) can pass through: pytest's own tmp is 0700
-    root = Path(tempfile.mkdtemp(prefix="hermes-peers-", dir="/tmp"))
-    root.chmod(0o711)
-    try:
-        with gateways(root, postgres_server.database(), redis_server.url, rate=1000, burst=1000,
-                      extra=extra_config(root, images[1].url)) as group:
-            group.cli("users", "add", "alice", "--plan", "paid")
-            group.cli("users", "add", "bob", "--plan", "paid")
-            yield group
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    # under a folder the sandbox user (nobody, as root) can pass through: pytest's own tmp is 0700
+    root = traversable_root
+    with gateways(root, postgres_server.database(), redis_server.url, rate=1000, burst=1000,
+                  extra=extra_config(root, images[1].url)) as group:
+        group.cli("users", "add", "alice", "--plan", "paid")
+        group.cli("users", "add", "bob", "--plan", "paid")
+        yield group
 
 
 def token(pair: Gateways, user: str) -> str:

@@ -30,6 +30,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,8 @@ from hermes.toolgateway.storage.jobs import JobTable
 
 if TYPE_CHECKING:
     from hermes.toolgateway.services import Gateway
+
+log = logging.getLogger("hermes.toolgateway")
 
 PEER_HEADER = "x-hermes-peer"
 #: seconds a forwarded request's signature stays good (the processes' clocks must agree this closely)
@@ -87,8 +90,13 @@ class Peers:
         return table
 
     async def hold(self, kind: str, item_id: str, owner: str, ttl: float) -> None:
-        """Record that this process holds ``item_id`` (of ``owner``) for at most ``ttl`` seconds."""
-        await self._table(kind, ttl).remember(item_id, owner, {"peer": self.url})
+        """Record that this process holds ``item_id`` (of ``owner``) for at most ``ttl`` seconds. When the
+        database does not answer, the thing is still made, reachable through this process only (logged)."""
+        try:
+            await self._table(kind, ttl).remember(item_id, owner, {"peer": self.url})
+        except StorageError as exc:
+            log.warning("could not record that this process holds %s %s (%s): other processes cannot forward "
+                        "to it", kind, item_id, exc.code)
 
     async def holder(self, kind: str, item_id: str, owner: str) -> str | None:
         """The address of the *other* process holding ``owner``'s ``item_id``; None when it is this one or
