@@ -22,7 +22,8 @@ Redis rate limiter switched on, as several hosts would.
   via gateway / direct and floor / direct at p50, the gateway's own work (gateway − floor) / direct at p50,
   and via gateway / direct at p99. Absolute milliseconds differ threefold between machines; these do not.
 * **Floor** — a bare forwarder on the same stack (uvicorn + Starlette + httpx, nothing else): the part
-  of the overhead that belongs to the stack, not to the gateway's own work.
+  of the overhead that belongs to the stack, not to the gateway's own work. **floor-h1** is the same
+  forwarder with the gateway's own vendor client (``hermes.net.h1client``) instead of httpx.
 * **Throughput** — ``--concurrency`` clients for ``--duration`` seconds, direct and via the gateway:
   requests per second and latency percentiles under load.
 
@@ -75,6 +76,29 @@ async def lifespan(app):
     async with httpx.AsyncClient() as client:
         state["client"] = client
         yield
+app = Starlette(routes=[Route("/v2/search", proxy, methods=["POST"])], lifespan=lifespan)
+uvicorn.run(app, host="127.0.0.1", port={port}, log_level="warning", access_log=False)
+"""
+#: The same floor with the gateway's own vendor client (hermes.net.h1client) instead of httpx: what a
+#: Python relay on this stack pays with the cheaper client; gateway − this floor is the gateway's own work.
+_FLOOR_H1 = """
+import contextlib, sys, uvicorn
+sys.path.insert(0, {src!r})
+from starlette.applications import Starlette
+from starlette.responses import Response
+from starlette.routing import Route
+from hermes.net.h1client import H1Client
+state = {{}}
+async def proxy(request):
+    r = await state["client"].request(
+        "POST", {vendor!r} + "/v2/search", content=await request.body(), max_bytes=1 << 24,
+        headers={{"authorization": "Bearer " + {key!r}, "content-type": "application/json"}})
+    return Response(r.body, r.status, media_type="application/json")
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    state["client"] = H1Client()
+    yield
+    await state["client"].aclose()
 app = Starlette(routes=[Route("/v2/search", proxy, methods=["POST"])], lifespan=lifespan)
 uvicorn.run(app, host="127.0.0.1", port={port}, log_level="warning", access_log=False)
 """
@@ -206,7 +230,7 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
     from hermes.toolgateway.services import Gateway
 
     tmp = Path(tempfile.mkdtemp(prefix="bench_gateway_"))
-    vport, gport, fport = free_port(), free_port(), free_port()
+    vport, gport, fport, hport = free_port(), free_port(), free_port(), free_port()
     vendor_url, gateway_url = f"http://127.0.0.1:{vport}", f"http://127.0.0.1:{gport}"
     log = "off" if args.access_log == "off" else str(tmp / "access.log")
     cfg_path = tmp / "gateway.toml"
@@ -224,26 +248,33 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
     vendor = subprocess.Popen([sys.executable, "-c", _VENDOR.format(tests=str(ROOT / "tests"), key=VENDOR_KEY,
                                                                     port=vport)])
     floor = subprocess.Popen([sys.executable, "-c", _FLOOR.format(vendor=vendor_url, key=VENDOR_KEY, port=fport)])
+    floor_h1 = subprocess.Popen([sys.executable, "-c", _FLOOR_H1.format(vendor=vendor_url, key=VENDOR_KEY, port=hport,
+                                                                         src=str(ROOT / "src"))])
     gateway = subprocess.Popen([sys.executable, "-m", "hermes", "toolgateway", "serve", "--port", str(gport),
                                 "--config", str(cfg_path)], env=env, stderr=subprocess.DEVNULL)
     try:
         wait_ready(vendor_url + "/", vendor)
         wait_ready(gateway_url + "/healthz", gateway)
         wait_ready(f"http://127.0.0.1:{fport}/", floor)
+        wait_ready(f"http://127.0.0.1:{hport}/", floor_h1)
         direct = (vendor_url + "/v2/search", {"authorization": f"Bearer {VENDOR_KEY}"})
         via = (gateway_url + "/relay/firecrawl/v2/search", {"authorization": f"Bearer {token}"})
         print(f"relay overhead, plan {args.plan}, access log {args.access_log}, "
               f"{'PostgreSQL + Redis' if args.scale else 'SQLite'}, {os.cpu_count()} CPUs, "
               f"Python {sys.version.split()[0]}")
         bare = (f"http://127.0.0.1:{fport}/v2/search", {})
+        bare_h1 = (f"http://127.0.0.1:{hport}/v2/search", {})
         d_lat: list[float] = []
         g_lat: list[float] = []
         f_lat: list[float] = []
+        h_lat: list[float] = []
         per_round = max(1, args.requests // args.rounds)
-        with httpx.Client(timeout=30) as dc, httpx.Client(timeout=30) as gc, httpx.Client(timeout=30) as fc:
+        with httpx.Client(timeout=30) as dc, httpx.Client(timeout=30) as gc, httpx.Client(timeout=30) as fc, \
+                httpx.Client(timeout=30) as hc:
             sequential(dc, *direct, 200)
             sequential(gc, *via, 200)
             sequential(fc, *bare, 200)
+            sequential(hc, *bare_h1, 200)
             if counters is not None:
                 before = counters()
                 sequential(gc, *via, 500)
@@ -255,8 +286,9 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
                 d_lat += sequential(dc, *direct, per_round)
                 g_lat += sequential(gc, *via, per_round)
                 f_lat += sequential(fc, *bare, per_round)
+                h_lat += sequential(hc, *bare_h1, per_round)
         print(f"sequential, {len(d_lat)} requests each (ms):")
-        for name, lat in (("direct", d_lat), ("floor", f_lat), ("gateway", g_lat)):
+        for name, lat in (("direct", d_lat), ("floor", f_lat), ("floor-h1", h_lat), ("gateway", g_lat)):
             print(f"  {name:8} p50 {pct(lat, .5):6.3f}  p99 {pct(lat, .99):6.3f}  mean {statistics.mean(lat):6.3f}")
         print(f"  overhead p50 {pct(g_lat, .5) - pct(d_lat, .5):6.3f}  p99 {pct(g_lat, .99) - pct(d_lat, .99):6.3f}"
               "  (gateway - direct)")
@@ -267,6 +299,9 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
         print("ratios to the direct path of this run (milliseconds do not travel between machines; these do):")
         for name, value, limit in (("via gateway / direct, p50", ratios["gateway_p50"], goal),
                                    ("floor / direct, p50", ratios["floor_p50"], None),
+                                   ("floor-h1 / direct, p50", pct(h_lat, .5) / pct(d_lat, .5), None),
+                                   ("(gateway - floor-h1) / direct, p50",
+                                    (pct(g_lat, .5) - pct(h_lat, .5)) / pct(d_lat, .5), None),
                                    ("(gateway - floor) / direct, p50", ratios["own_work_p50"], GOAL_OWN_WORK),
                                    ("via gateway / direct, p99", ratios["gateway_p99"], GOAL_P99)):
             verdict = "" if limit is None else f"  goal <= {limit:g}: {'met' if value <= limit else 'NOT met'}"
@@ -281,7 +316,7 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
         print(f"  gateway sustains {results['gateway'] / results['direct']:.0%} of the fake's direct rate "
               f"(throughput ratio {results['gateway'] / results['direct']:.2f})")
     finally:
-        for proc in (gateway, floor, vendor):
+        for proc in (gateway, floor, floor_h1, vendor):
             proc.terminate()
             try:
                 proc.wait(10)

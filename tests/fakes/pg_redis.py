@@ -218,6 +218,7 @@ class Gateways:
     homes: list[Path]
     urls: list[str] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
+    procs: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = hermes(self.homes[0], *args, "--database-url", self.db_url, check=check)
@@ -226,8 +227,10 @@ class Gateways:
 
 
 @contextmanager
-def gateways(tmp_path: Path, db_url: str, redis_url: str, *, rate: float, burst: int) -> Iterator[Gateways]:
-    """Two ``serve`` processes on two ports: one given the URLs as flags, one through the environment.
+def gateways(tmp_path: Path, db_url: str, redis_url: str, *, rate: float, burst: int,
+             extra: str = "") -> Iterator[Gateways]:
+    """Two ``serve`` processes on two ports: one given the URLs as flags, one through the environment
+    (``extra``: more TOML appended to their config file; ``@HOST@`` in it becomes ``host-a``/``host-b``).
 
     Like two hosts, each has its own HERMES_HOME; the signing secret and admin token are copied from the
     first (docs/gateway/server.md: every host needs the same ``secret``)."""
@@ -239,10 +242,14 @@ def gateways(tmp_path: Path, db_url: str, redis_url: str, *, rate: float, burst:
     (homes[1] / "toolgateway").mkdir(parents=True)
     for name in ("secret", "admin_token"):
         shutil.copy2(homes[0] / "toolgateway" / name, homes[1] / "toolgateway" / name)
-    procs: list[subprocess.Popen[str]] = []
+    procs = group.procs
     for i, home in enumerate(homes):
         port = free_port()
-        args = ["serve", "--port", str(port), "--config", str(config)]
+        own = config
+        if extra:
+            own = tmp_path / f"gateway-{home.name}.toml"
+            own.write_text(config.read_text() + extra.replace("@HOST@", home.name))
+        args = ["serve", "--port", str(port), "--config", str(own)]
         env = {**os.environ, "HERMES_HOME": str(home)}
         if i == 0:
             args += ["--database-url", db_url, "--redis-url", redis_url]

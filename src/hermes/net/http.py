@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,14 +118,28 @@ async def send_request(
                                "data": data, "files": files, "extensions": extensions,
                                "follow_redirects": follow_redirects}
     options = {key: value for key, value in options.items() if value is not None}
+
+    async def once(per_try: float | None, attempt: int) -> HttpAnswer:
+        if per_try is not None:
+            options["timeout"] = per_try
+        return await _once(client, method, url, options, max_bytes, attempt, inspect)
+
+    return await retrying(once, retry=retry, timeout=timeout, deadline=deadline)
+
+
+#: one try of a request: given the time it may take (None: no limit) and its number (from 1)
+Attempt = Callable[[float | None, int], Awaitable[HttpAnswer]]
+
+
+async def retrying(once: Attempt, *, retry: RetryPolicy, timeout: float | None, deadline: float | None) -> HttpAnswer:
+    """Tries of one logical request as :func:`send_request` makes them, whatever client ``once`` uses
+    (a transport error is any ``httpx.HTTPError`` it raises)."""
     attempt = 0
     while True:
         attempt += 1
         per_try = _time_for_try(timeout, deadline)
-        if per_try is not None:
-            options["timeout"] = per_try
         try:
-            answer = await _once(client, method, url, options, max_bytes, attempt, inspect)
+            answer = await once(per_try, attempt)
         except httpx.HTTPError:
             if not retry.retry_transport or attempt >= retry.attempts:
                 raise

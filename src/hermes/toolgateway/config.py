@@ -163,6 +163,8 @@ class GatewayConfig:
     port: int = DEFAULT_PORT
     domain: str = DEFAULT_DOMAIN
     public_url: str | None = None
+    #: where the other gateway processes reach this one (sandboxes, browsers, uploads it holds); see peer_url()
+    internal_url: str | None = None
     database: Path | None = None
     database_url: str | None = field(default=None, repr=False)  # PostgreSQL for several hosts (storage/)
     redis_url: str | None = field(default=None, repr=False)  # rate-limit buckets shared by every process
@@ -215,6 +217,14 @@ class GatewayConfig:
         if ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
+
+    def peer_url(self) -> str:
+        """The address the other processes forward requests for what this one holds to: ``internal_url``,
+        else ``http://host:port`` (loopback for 0.0.0.0 / ::: right for several processes on one host)."""
+        if self.internal_url:
+            return self.internal_url.rstrip("/")
+        host = self.host if self.host not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
 
     def unit_cost(self, category: str, operation: str, backend: str) -> float:
         """Cost of one unit: ``costs["category.operation.backend"]``, then ``category.operation``, else 0."""
@@ -299,6 +309,13 @@ def _oauth_redirect(top: TableReader) -> str | None:
     return top.table("connectors").text("oauth_redirect_uri") or fallback
 
 
+def _internal_url(value: str | None) -> str | None:
+    if value is not None and (not value.startswith(("http://", "https://")) or "?" in value or "#" in value):
+        raise ConfigError("gateway config: internal_url must be an http(s) URL without a query "
+                          "(http://10.0.0.5:8787: where the other gateway processes reach this one)")
+    return value
+
+
 def load_config(
     path: Path | None = None,
     *,
@@ -354,6 +371,7 @@ def load_config(
         port=top.integer("port", DEFAULT_PORT),
         domain=domain,
         public_url=top.text("public_url"),
+        internal_url=_internal_url(top.text("internal_url")),
         database=Path(database).expanduser() if database else None,
         **service_urls(data, overrides or {}, environ),  # database_url, redis_url: flag > environment > file
         admin_token=top.text("admin_token") or environ.get(admin_env) or None,

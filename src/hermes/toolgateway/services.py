@@ -34,6 +34,8 @@ from hermes.toolgateway.storage.metering import Meter
 if TYPE_CHECKING:
     import httpx
 
+    from hermes.net.h1client import H1Client
+    from hermes.toolgateway.peers import Peers
     from hermes.toolgateway.storage.pg_async import AsyncPool, ChangeListener
     from hermes.toolgateway.storage.usage_journal import UsageWriter
 
@@ -52,10 +54,12 @@ class Gateway:
         self._auth: Authenticator | None = None
         self._meter: Meter | None = None
         self._http: httpx.AsyncClient | None = None
+        self._vendor_client: H1Client | None = None
         self._pool: AsyncPool | None = None
         self._writer: UsageWriter | None = None
         self._listener: ChangeListener | None = None
         self.admin_token = ""
+        self._peers: Peers | None = None
         self.sealing_key = b""
         self.limiter: Limiter = open_limiter(config.redis_url, config.rate_limit.per_second, config.rate_limit.burst)
 
@@ -67,6 +71,9 @@ class Gateway:
             from hermes.toolgateway.storage.sealed import sealing_key
 
             self.sealing_key = sealing_key(secret)  # connector provider tokens at rest
+            from hermes.toolgateway.peers import Peers, peer_key
+
+            self._peers = Peers(self, peer_key(secret))  # what this process holds; forwarding to the others
             self.admin_token = keys.admin_token(self.config.admin_token_path, self.config.admin_token)
             self._conn = open_database(self.config.database_url, self.config.db_path)
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
@@ -107,6 +114,7 @@ class Gateway:
         import httpx
 
         self.open()
+        self.peers.forget_mine()
         if self.config.database_url:
             await self._start_hot_path(self.config.database_url)
         self._http = httpx.AsyncClient(
@@ -116,6 +124,10 @@ class Gateway:
             trust_env=False,
             headers={"user-agent": "hermes-toolgateway/1"},
         )
+        from hermes.net.h1client import H1Client
+
+        self._vendor_client = H1Client(max_connections=512, max_idle_per_origin=128, keepalive_expiry=30.0,
+                                       connect_timeout=10.0, user_agent="hermes-toolgateway/1")
 
     async def _start_hot_path(self, url: str) -> None:
         """PostgreSQL: the async pool for tokens, quotas and usage, and the usage journal (replayed first)."""
@@ -156,6 +168,9 @@ class Gateway:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+        if self._vendor_client is not None:
+            await self._vendor_client.aclose()
+            self._vendor_client = None
         aclose = getattr(self.limiter, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -202,6 +217,20 @@ class Gateway:
         if self._meter is None:
             raise RuntimeError("the gateway is not open")
         return self._meter
+
+    @property
+    def peers(self) -> Peers:
+        """This process's address and what it holds (:mod:`hermes.toolgateway.peers`)."""
+        if self._peers is None:
+            raise RuntimeError("the gateway is not open")
+        return self._peers
+
+    @property
+    def vendor_client(self) -> H1Client:
+        """The client of the relays' vendor calls (:func:`hermes.toolgateway.relays.vendor.vendor_request`)."""
+        if self._vendor_client is None:
+            raise RuntimeError("the gateway's HTTP client is not started")
+        return self._vendor_client
 
     @property
     def http(self) -> httpx.AsyncClient:

@@ -318,6 +318,10 @@ class BrowserPool:
         ended = self._ended.get(session_id)
         return ended[1] if ended is not None and ended[0] == owner else None
 
+    def knows(self, session_id: str) -> bool:
+        """Whether this process holds (or held) a session of that id, whoever owns it."""
+        return session_id in self.sessions or session_id in self._ended
+
     def connectable(self, session_id: str, secret: str) -> BrowserSession | None:
         """The running session whose capability secret is ``secret`` (compared in constant time)."""
         session = self.sessions.get(session_id)

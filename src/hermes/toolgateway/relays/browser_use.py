@@ -46,6 +46,8 @@ from starlette.websockets import WebSocket
 from hermes.toolgateway.browser.cdpproxy import open_client, relay_cdp
 from hermes.toolgateway.browser.pool import BrowserPool, BrowserSession
 from hermes.toolgateway.errors import GatewayHTTPError, json_object, refusal
+from hermes.toolgateway.peers import PEER_HEADER, deny, target_of
+from hermes.toolgateway.portal.auth import extract_token
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request
 from hermes.toolgateway.storage.base import StorageError
@@ -134,6 +136,20 @@ class BrowserUseRelay(Relay):
         if self.pool is not None:
             await self.pool.aclose()
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a local session held here; forward a request for one another process holds (peers)."""
+        gw, pool = self.gateway, self.pool
+
+        async def holder() -> str | None:
+            head, _, session_id = str(scope["path"]).rstrip("/").rpartition("/")
+            if pool is None or head != "/browsers" or not session_id or pool.knows(session_id):
+                return None
+            principal = await gw.auth.authenticate_async(extract_token(Headers(scope=scope), self.token_sources))
+            return await gw.peers.holder("browser", session_id, principal.user.uid)
+
+        await gw.peers.serve(scope, receive, send, super().__call__, find=holder, what="browser session",
+                             limit=self.max_request_bytes())
+
     # -- idempotency ---------------------------------------------------------------------------------
     def _known(self, key: str | None) -> _Create | None:
         now = time.monotonic()
@@ -183,6 +199,9 @@ class BrowserUseRelay(Relay):
         lifetime = min(options.get("timeout", DEFAULT_MINUTES) * 60.0, self.gateway.config.browser_use.max_lifetime)
         session = await self.pool.create(call.principal.user.uid, call.principal.jti, lifetime, call.deadline)
         session.cdp_url = cdp_url(call.base_url, session)
+        peers = self.gateway.peers  # the other processes forward this session's requests and WebSocket here
+        await peers.hold("browser", session.id, call.principal.user.uid, lifetime + 3600)
+        await peers.hold("cdp", session.id, _capability(session.secret), lifetime)
         return RelayResult(201, json.dumps(session.view()).encode(), headers={"x-external-call-id": session.id})
 
     def _vendor_headers(self) -> dict[str, str]:
@@ -195,7 +214,7 @@ class BrowserUseRelay(Relay):
     async def _vendor(self, call: RelayCall, method: str, path: str, *, body: Any = None,
                       headers: dict[str, str] | None = None) -> tuple[int, bytes, Any, dict[str, str]]:
         cfg = self.gateway.config.browser_use
-        resp = await vendor_request(self.gateway.http, method, cfg.url + path, vendor="browser-use",
+        resp = await vendor_request(self.gateway.vendor_client, method, cfg.url + path, vendor="browser-use",
                                     limits=self.gateway.config.limits, deadline=call.deadline, json_body=body,
                                     headers={**self._vendor_headers(), **(headers or {})})
         raise_for_vendor(resp, "browser-use", (cfg.api_key,))
@@ -260,21 +279,41 @@ class BrowserUseRelay(Relay):
         """``/cdp/<session id>?token=<secret>``: relay to the session's Chromium, or deny with JSON."""
         ws = WebSocket(scope, receive, send)
         try:
+            peer = await self._cdp_holder(scope)
+            if peer is not None:
+                await self.gateway.peers.forward_websocket(peer, scope, receive, send, "browser session")
+                return
             session = self._cdp_session(scope)
         except (GatewayHTTPError, StorageError) as exc:
-            await _deny(ws, scope, refusal(exc))
+            await deny(ws, scope, refusal(exc))
             return
         session.connections += 1  # counted before any await: concurrent connects cannot all pass the check
         try:
             try:
                 client = await open_client(session)
             except Exception:  # the pipe is closed or Chromium does not answer: the browser is gone
-                await _deny(ws, scope, GatewayHTTPError(502, "browser_unavailable",
+                await deny(ws, scope, GatewayHTTPError(502, "browser_unavailable",
                                                         "the browser of this session does not answer"))
                 return
             await relay_cdp(ws, client, session)
         finally:
             session.connections -= 1
+
+    async def _cdp_holder(self, scope: Scope) -> str | None:
+        """The other process holding the session this CDP address names; None to answer here. A forwarded
+        connection is checked (403 ``peer_refused`` unless a process of this gateway signed it) and never
+        forwarded again."""
+        gw = self.gateway
+        signed = Headers(scope=scope).get(PEER_HEADER)
+        if signed is not None:
+            gw.peers.check(signed, "GET", target_of(scope))
+            return None
+        parts = str(scope["path"]).split("/")
+        secret = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token", [""])[-1]
+        if self.pool is None or len(parts) != 3 or parts[1] != "cdp" or not secret \
+                or self.pool.connectable(parts[2], secret) is not None:
+            return None
+        return await gw.peers.holder("cdp", parts[2], _capability(secret))
 
     def _cdp_session(self, scope: Scope) -> BrowserSession:
         if self.pool is None:
@@ -307,12 +346,9 @@ class BrowserUseRelay(Relay):
             raise GatewayHTTPError(403, "not_entitled", "this account may no longer use browsers")
 
 
-async def _deny(ws: WebSocket, scope: Scope, exc: GatewayHTTPError) -> None:
-    """Refuse a WebSocket upgrade with the JSON error (or close 1008 where the server cannot answer HTTP)."""
-    if "websocket.http.response" in scope.get("extensions", {}):
-        await ws.send_denial_response(exc.response())
-    else:
-        await ws.close(1008, exc.code)
+def _capability(secret: str) -> str:
+    """What a CDP address's secret is recorded as (the other processes find the holder by it)."""
+    return "cdp:" + hashlib.sha256(secret.encode()).hexdigest()
 
 
 def openapi_paths(errors: Callable[..., dict[str, Any]]) -> dict[str, Any]:

@@ -182,9 +182,9 @@ class FalQueueRelay(Relay):
     async def _call(self, call: RelayCall, method: str, url: str, *, json_body: Any = None,
                     params: dict[str, str] | None = None) -> Any:
         cfg = self.gateway.config.fal_queue
-        resp = await vendor_request(self.gateway.http, method, url, vendor="fal", limits=self.gateway.config.limits,
-                                    deadline=call.deadline, json_body=json_body, params=params,
-                                    headers=self._headers(call))
+        resp = await vendor_request(self.gateway.vendor_client, method, url, vendor="fal",
+                                    limits=self.gateway.config.limits, deadline=call.deadline, json_body=json_body,
+                                    params=params, headers=self._headers(call))
         raise_for_vendor(resp, "fal", (cfg.api_key,))
         return resp.json_object("fal")
 

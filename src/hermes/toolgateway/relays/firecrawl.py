@@ -107,7 +107,8 @@ class FirecrawlRelay(Relay):
     async def _searxng(self, call: RelayCall, query: str, limit: int) -> RelayResult:
         cfg = self.gateway.config.firecrawl
         resp = await vendor_request(
-            self.gateway.http, "GET", f"{cfg.searxng_url}/search", vendor="searxng", limits=self.gateway.config.limits,
+            self.gateway.vendor_client, "GET", f"{cfg.searxng_url}/search", vendor="searxng",
+            limits=self.gateway.config.limits,
             deadline=call.deadline, params={"q": query, "format": "json", "pageno": "1"},
             headers={"accept": "application/json"},
         )
@@ -173,7 +174,7 @@ class FirecrawlRelay(Relay):
         headers = {"accept": "application/json"}
         if cfg.firecrawl_api_key:
             headers["authorization"] = f"Bearer {cfg.firecrawl_api_key}"
-        resp = await vendor_request(self.gateway.http, "POST", cfg.firecrawl_url + path, vendor="firecrawl",
+        resp = await vendor_request(self.gateway.vendor_client, "POST", cfg.firecrawl_url + path, vendor="firecrawl",
                                     limits=self.gateway.config.limits, deadline=call.deadline, json_body=body,
                                     headers=headers)
         raise_for_vendor(resp, "firecrawl", (cfg.firecrawl_api_key,))

@@ -230,7 +230,7 @@ class KreaRelay(Relay):
     async def _call(self, call: RelayCall, method: str, path: str, *, json_body: Any = None,
                     idempotency: str | None = None) -> dict[str, Any]:
         cfg = self.gateway.config.krea
-        resp = await vendor_request(self.gateway.http, method, f"{cfg.url}{path}", vendor="krea",
+        resp = await vendor_request(self.gateway.vendor_client, method, f"{cfg.url}{path}", vendor="krea",
                                     limits=self.gateway.config.limits, deadline=call.deadline,
                                     json_body=json_body, headers=self._headers(idempotency))
         raise_for_vendor(resp, "krea", (cfg.api_key,))

@@ -39,7 +39,11 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from starlette.datastructures import Headers
+from starlette.types import Receive, Scope, Send
+
 from hermes.toolgateway.errors import GatewayHTTPError
+from hermes.toolgateway.portal.auth import extract_token
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.sandbox.config import SandboxConfig
 from hermes.toolgateway.sandbox.engine import ExecSpec, SandboxEngine, SandboxSpec
@@ -167,6 +171,20 @@ class ModalRelay(Relay):
     async def aclose(self) -> None:
         await self.engine.close()
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a sandbox held here; forward a request for one another process holds (peers)."""
+        gw = self.gateway
+
+        async def holder() -> str | None:
+            parts = str(scope["path"]).strip("/").split("/")
+            if len(parts) < 3 or parts[:2] != ["v1", "sandboxes"] or self.engine.store.knows(parts[2]):
+                return None
+            principal = await gw.auth.authenticate_async(extract_token(Headers(scope=scope), self.token_sources))
+            return await gw.peers.holder("sandbox", parts[2], principal.user.uid)
+
+        await gw.peers.serve(scope, receive, send, super().__call__, find=holder, what="sandbox",
+                             limit=self.max_request_bytes())
+
     # -- operations ----------------------------------------------------------------------------------
     @staticmethod
     def _ids(call: RelayCall) -> list[str]:
@@ -178,6 +196,8 @@ class ModalRelay(Relay):
         if len(key) > 200:
             raise _bad("'x-idempotency-key' must be at most 200 characters")
         sandbox = await self.engine.create(call.principal.user.uid, spec, key or None)
+        await self.gateway.peers.hold("sandbox", sandbox.id, call.principal.user.uid,
+                                      sandbox.spec.lifetime + self.settings.tombstone_seconds)
         return RelayResult.of_json(sandbox.view())
 
     async def start_exec(self, call: RelayCall) -> RelayResult:

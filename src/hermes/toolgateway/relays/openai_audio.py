@@ -132,7 +132,7 @@ class OpenAIAudioRelay(Relay):
         cfg = self.gateway.config.openai_audio
         headers = operator_headers(cfg.api_key, "Bearer", call.headers, **{"content-type": content_type,
                                                                             "accept": accept})
-        resp = await vendor_request(self.gateway.http, "POST", cfg.url + path, vendor="openai",
+        resp = await vendor_request(self.gateway.vendor_client, "POST", cfg.url + path, vendor="openai",
                                     limits=self.gateway.config.limits, deadline=call.deadline, content=content,
                                     headers=headers)
         raise_for_vendor(resp, "openai", (cfg.api_key,))

@@ -25,7 +25,7 @@ import json
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 from starlette.datastructures import Headers
@@ -173,7 +173,7 @@ class ImagesAPI:
         cfg = self.gateway.config.tool
         headers = operator_headers(cfg.api_key, "Bearer", call.headers,
                                    **{"content-type": content_type, "accept": "application/json"})
-        resp = await vendor_request(self.gateway.http, "POST", cfg.url + path, vendor="openai",
+        resp = await vendor_request(self.gateway.vendor_client, "POST", cfg.url + path, vendor="openai",
                                     limits=self.gateway.config.limits, deadline=call.deadline, content=content,
                                     headers=headers)
         raise_for_vendor(resp, "openai", (cfg.api_key,))
@@ -231,6 +231,17 @@ class ImagesAPI:
             body["mask"] = {"image_url": mask.as_url()}
         return await self._forward(call, "/v1/images/edits", content=_dump(body), content_type="application/json")
 
+    async def _read_elsewhere(self, upload_id: str, user_id: int, key: str) -> bytes | None:
+        """An upload's bytes from the gateway process holding its file (peers); None when none does."""
+        peers = self.gateway.peers
+        peer = await peers.holder("upload", upload_id, str(user_id))
+        if peer is None:
+            return None
+        target = f"/relay/tool{FILES_MARK}{upload_id}?{urlencode({'key': key})}"
+        status, _headers, data = await peers.request(peer, "GET", target, [], b"", "upload",
+                                                     self.gateway.config.uploads.max_bytes + 1)
+        return data if status == 200 else None
+
     async def resolve(self, url: str, read: dict[str, Source] | None = None) -> Source:
         """A local :class:`Source` for one of this gateway's own upload URLs; other URLs stay URLs.
 
@@ -257,6 +268,8 @@ class ImagesAPI:
         if known is not None:
             return known
         data = await asyncio.to_thread(self.store.read, upload)
+        if data is None:  # held in another process's upload_dir: read through it
+            data = await self._read_elsewhere(upload.id, upload.user_id, key)
         if data is None:
             raise _bad("the uploaded image is no longer stored; upload it again", "upload_expired")
         source = Source(data=data, mime=upload.content_type, name=f"{upload.id}.{upload.ext}")

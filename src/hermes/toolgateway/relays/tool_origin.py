@@ -42,6 +42,7 @@ from starlette.responses import FileResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from hermes.toolgateway.errors import GatewayHTTPError, json_response, refusal, too_many
+from hermes.toolgateway.peers import PEER_HEADER, target_of
 from hermes.toolgateway.portal.auth import Principal, extract_token
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.openai_audio import parse_multipart
@@ -187,7 +188,7 @@ class ToolOriginRelay(Relay):
             raise GatewayHTTPError(415, "unsupported_content",
                                    "only PNG, JPEG, WebP and GIF images can be uploaded (checked by their first bytes)")
         now = self.gateway.clock()
-        self.store.purge(now)
+        self.store.purge(now, max_age=limits.ttl + 60)
         try:  # the row first: it claims the room under the per-user cap before the file is written
             upload, key = self.store.add(user_id=call.principal.user.id, vendor=vendor,
                                          filename=clean_filename(filename), content_type=kind[0], ext=kind[1],
@@ -203,6 +204,8 @@ class ToolOriginRelay(Relay):
         except BaseException:  # the write failed, or this request was cancelled: drop the row once it is over
             write.add_done_callback(lambda _: self.store.forget(upload.id))
             raise
+        # the other processes forward this upload's reads and deletion here (unless upload_dir is shared)
+        await self.gateway.peers.hold("upload", upload.id, str(upload.user_id), limits.ttl + 60)
         base = limits.files_url or call.base_url
         url = f"{base}{UPLOADS}/files/{upload.id}.{upload.ext}?key={key}"
         return RelayResult.of_json({**upload.public(), "url": url, "expires_in": limits.ttl}, status=201)
@@ -220,6 +223,10 @@ class ToolOriginRelay(Relay):
         try:  # streamed from the file in chunks (GET and HEAD alike): never held whole in memory
             found = await asyncio.to_thread(path.stat)
         except FileNotFoundError:
+            peer = await self._holder(scope, upload.id, upload.user_id)
+            if peer is not None:  # an upload may be larger than a vendor answer
+                return await self.gateway.peers.forward(peer, scope, b"", "upload",
+                                                        self.gateway.config.uploads.max_bytes + 1)
             raise GatewayHTTPError(404, "upload_not_found", "there is no upload at this URL") from None
         headers = {"cache-control": f"private, max-age={int(remaining)}", "x-content-type-options": "nosniff",
                    "content-security-policy": "default-src 'none'; sandbox"}
@@ -242,8 +249,24 @@ class ToolOriginRelay(Relay):
         uploads = self.store.list_for(principal.user.id, self.gateway.clock())
         return json_response({"uploads": [u.public() for u in uploads]})
 
+    async def _holder(self, scope: Scope, upload_id: str, user_id: int) -> str | None:
+        """The other process whose ``upload_dir`` holds the file; None to answer here (a forwarded request is
+        checked, 403 ``peer_refused`` unless a process of this gateway signed it, and answered here)."""
+        peers = self.gateway.peers
+        signed = Headers(scope=scope).get(PEER_HEADER)
+        if signed is not None:
+            peers.check(signed, str(scope["method"]), target_of(scope))
+            return None
+        return await peers.holder("upload", upload_id, str(user_id))
+
     async def _delete(self, scope: Scope, upload_id: str) -> Response:
         principal = self._principal(scope)
+        found = self.store.get(upload_id)
+        if found is not None and found.user_id == principal.user.id \
+                and not await asyncio.to_thread(self.store.path_of(upload_id).exists):
+            peer = await self._holder(scope, upload_id, found.user_id)
+            if peer is not None:  # its holder removes the row and the file
+                return await self.gateway.peers.forward(peer, scope, b"", "upload")
         if not self.store.delete(upload_id, principal.user.id):
             raise GatewayHTTPError(404, "upload_not_found", "you have no upload with this id")
         return Response(status_code=204)

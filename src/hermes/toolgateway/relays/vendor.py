@@ -1,7 +1,8 @@
 """Calling a vendor (or a self-hosted engine) from a relay: retries, deadline, size cap, error mapping.
 
-:func:`vendor_request` makes one logical request on the shared ``httpx.AsyncClient`` (through
-:func:`hermes.net.http.send_request`):
+:func:`vendor_request` makes one logical request on the gateway's vendor client — the small keep-alive
+HTTP/1.1 client of :mod:`hermes.net.h1client` (same errors, caps and deadlines as httpx, a fraction of its
+cost per request) — or on an ``httpx.AsyncClient`` (through :func:`hermes.net.http.send_request`):
 
 * transport errors, timeouts and answers 408/429/500/502/503/504 are retried with exponential backoff
   and jitter (``limits.backoff_base`` × 2ⁿ, or the vendor's ``Retry-After`` when it fits), at most
@@ -26,6 +27,7 @@ from typing import Any
 import httpx
 
 from hermes.errors import DeadlineExceeded, ResponseTooLarge
+from hermes.net.h1client import H1Client
 from hermes.net.http import HttpAnswer, RetryPolicy, send_request
 from hermes.toolgateway.config import Limits
 from hermes.toolgateway.errors import GatewayHTTPError, too_many
@@ -73,7 +75,7 @@ def retry_policy(limits: Limits) -> RetryPolicy:
                        statuses=RETRY_STATUSES, max_retry_after=math.inf, jitter=(0.5, 1.5))
 
 
-async def vendor_request(client: httpx.AsyncClient, method: str, url: str, *, vendor: str, limits: Limits,
+async def vendor_request(client: httpx.AsyncClient | H1Client, method: str, url: str, *, vendor: str, limits: Limits,
                          deadline: float, json_body: Any = None, params: Mapping[str, str] | None = None,
                          headers: Mapping[str, str] | None = None, content: bytes | None = None) -> VendorResponse:
     """Call a vendor with retries until ``deadline`` (a ``time.monotonic()`` value).
@@ -85,9 +87,13 @@ async def vendor_request(client: httpx.AsyncClient, method: str, url: str, *, ve
         content = json.dumps(json_body, separators=(",", ":")).encode("utf-8")
         all_headers.setdefault("content-type", "application/json")
     try:
-        answer = await send_request(client, method, url, max_bytes=limits.max_response_bytes,
-                                    retry=retry_policy(limits), deadline=deadline, headers=all_headers,
-                                    params=dict(params) if params else None, content=content)
+        if isinstance(client, H1Client):
+            answer = await client.send(method, url, max_bytes=limits.max_response_bytes, retry=retry_policy(limits),
+                                       deadline=deadline, headers=all_headers, content=content, params=params)
+        else:
+            answer = await send_request(client, method, url, max_bytes=limits.max_response_bytes,
+                                        retry=retry_policy(limits), deadline=deadline, headers=all_headers,
+                                        params=dict(params) if params else None, content=content)
     except ResponseTooLarge as exc:
         raise GatewayHTTPError(502, "vendor_response_too_large",
                                f"{vendor} answered with more than {exc.limit} bytes") from None

@@ -2,9 +2,8 @@
 
 :class:`SandboxStore` is the one place that knows where sandbox records live: today this process's
 memory. Its interface is small (add, get by id *and owner*, get by idempotency key, list the running
-ones, mark ended, forget old ended ones) so that it can move behind a shared store later. The processes
-and folders a record points at stay on one host regardless, which is why the relay needs sticky routing
-when several gateway processes serve it.
+ones, mark ended, forget old ended ones). The processes and folders a record points at stay on one host,
+so another gateway process forwards a request for a sandbox held here (:mod:`hermes.toolgateway.peers`).
 
 A record is returned only to its owner: :meth:`SandboxStore.get` answers None for someone else's id,
 the same as for an unknown one.
@@ -214,6 +213,10 @@ class SandboxStore:
     def get(self, sandbox_id: str, owner: str) -> Sandbox | None:
         sandbox = self._by_id.get(sandbox_id)
         return sandbox if sandbox is not None and sandbox.owner == owner else None
+
+    def knows(self, sandbox_id: str) -> bool:
+        """Whether this process holds (or held) a sandbox of that id, whoever owns it."""
+        return sandbox_id in self._by_id
 
     def by_key(self, owner: str, key: str) -> Sandbox | None:
         sandbox_id = self._keys.get((owner, key))

@@ -16,7 +16,8 @@ only as its SHA-256 hash and masked in the access log (``key`` is a secret-looki
 of the ``uploads`` table in the gateway database (migration ``m003_uploads``), reached only through
 :class:`UploadStore`. A row rather than a sidecar file, because listing one user's uploads and finding
 the expired ones are indexed queries, and deleting a user cascades to their uploads. The files stay on
-the host that received them: several hosts behind one address need a shared ``upload_dir``.
+the host that received them: another process forwards their reads there (:mod:`hermes.toolgateway.peers`),
+or several hosts share one ``upload_dir``.
 
 **Types** are decided by the first bytes (PNG, JPEG, WebP, GIF), never by the name or the declared
 content type; anything else is refused. Expired uploads are answered 410 and removed (row and file)
@@ -122,6 +123,7 @@ class UploadStore:
     def __init__(self, conn: Database | sqlite3.Connection, directory: Path) -> None:
         self.conn = as_database(conn)
         self.directory = directory
+        self._swept = 0.0  # when purge last looked for files whose rows are gone
 
     def path_of(self, upload_id: str) -> Path:
         if not _ID.match(upload_id):
@@ -219,11 +221,21 @@ class UploadStore:
         self._unlink(upload_id)
         return True
 
-    def purge(self, now: float) -> int:
-        """Remove every expired upload (rows and files); returns how many."""
+    def purge(self, now: float, max_age: float | None = None) -> int:
+        """Remove every expired upload (rows and files); returns how many rows.
+
+        Another process may have purged the row of a file this one holds (several processes, each with its
+        own ``upload_dir``): with ``max_age``, files here older than that (by their time of writing) are
+        removed too, at most once a minute."""
         rows = self.conn.execute("DELETE FROM uploads WHERE expires <= ? RETURNING id", (now,)).fetchall()
         for row in rows:
             self._unlink(str(row[0]))
+        if max_age is not None and now - self._swept >= 60:
+            self._swept = now
+            with contextlib.suppress(FileNotFoundError), os.scandir(self.directory) as entries:
+                for entry in entries:
+                    if _ID.match(entry.name) and entry.stat().st_mtime < now - max_age:
+                        self._unlink(entry.name)
         return len(rows)
 
     def _unlink(self, upload_id: str) -> None:
