@@ -57,6 +57,7 @@
     else if (method === "ui") ui(params);
     else if (method === "terminal.output") Terminal.output(params);
     else if (method === "terminal.exited") Terminal.exited(params);
+    else if (method === "session.deleted") { forgetSession(params.session); refreshSessions(); }
   }
 
   // -- sessions ----------------------------------------------------------------------------------------
@@ -87,22 +88,86 @@
   function renderSessions() {
     var list = $("session-list");
     list.textContent = "";
-    var shownIds = {};
+    var shownIds = {}, byId = {};
+    (state.stored || []).forEach(function (s) { byId[s.session_id] = s; });
     Object.keys(state.open).forEach(function (key) {
-      var info = state.open[key];
+      var info = state.open[key], stored = info.session_id && byId[info.session_id];
       if (info.session_id) shownIds[info.session_id] = true;
-      var item = C.SessionItem(info.title || "New session", key === state.current);
+      var title = info.title || (stored && (stored.title || stored.preview)) || "New session";
+      var item = C.SessionItem(title, key === state.current, function () { select(key); },
+                               rename({ session: key }), remove({ session: key }));
       item.setAttribute("data-session", key);
-      item.addEventListener("click", function () { select(key); });
       list.appendChild(item);
     });
     (state.stored || []).forEach(function (s) {
       if (shownIds[s.session_id]) return;
-      var item = C.SessionItem(s.title || s.preview || s.session_id, false);
+      var item = C.SessionItem(s.title || s.preview || s.session_id, false, function () { resume(s.session_id); },
+                               rename({ session_id: s.session_id }), remove({ session_id: s.session_id }));
       item.setAttribute("data-session-id", s.session_id);
-      item.addEventListener("click", function () { resume(s.session_id); });
       list.appendChild(item);
     });
+  }
+
+  // rename in place: the title becomes a text field; Enter saves, Esc (or leaving it) keeps the old title
+  function rename(target) {
+    return function (item, name) {
+      var field = C.el("input", { className: "session-rename", item: "session-rename-input", "aria-label": "New title",
+                                  value: name.textContent, maxlength: "200" });
+      var done = false;
+      var finish = async function (save) {
+        if (done) return;
+        done = true;
+        var title = field.value.trim();
+        if (save && title && title !== name.textContent) {
+          try {
+            var renamed = await call("sessions.rename", Object.assign({ title: title }, target));
+            if (renamed.session && state.open[renamed.session]) state.open[renamed.session].title = renamed.title;
+            await refreshSessions();
+            return;
+          } catch (err) { sidebarNotice(err.message); }
+        }
+        renderSessions();
+      };
+      field.addEventListener("keydown", function (e) {
+        if (e.key === "Enter") { e.preventDefault(); finish(true); }
+        else if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); finish(false); }
+      });
+      field.addEventListener("blur", function () { finish(false); });
+      item.replaceChild(field, name);
+      field.focus();
+      field.select();
+    };
+  }
+
+  // delete asks once more on the same button ("Delete?"), then removes the session for good
+  function remove(target) {
+    return async function (item, button) {
+      if (!button.hasAttribute("data-armed")) {
+        button.setAttribute("data-armed", "");
+        button.textContent = "Delete?";
+        button.setAttribute("aria-label", "Confirm delete");
+        button.addEventListener("blur", function () { renderSessions(); }, { once: true });
+        return;
+      }
+      try {
+        var deleted = await call("sessions.delete", target);
+        if (deleted.session) forgetSession(deleted.session);
+        await refreshSessions();
+      } catch (err) { sidebarNotice(err.message); renderSessions(); }
+    };
+  }
+
+  function forgetSession(key) {
+    delete state.open[key];
+    if (state.views[key]) { state.views[key].remove(); delete state.views[key]; }
+    if (state.current === key) { state.current = null; $("stop").disabled = true; }
+  }
+
+  function sidebarNotice(text) {
+    var old = $("session-notice");
+    if (old) old.remove();
+    $("sidebar").appendChild(C.el("div", { id: "session-notice", className: "notice", "data-level": "error",
+                                           role: "alert", text: text }));
   }
 
   async function newSession(title) {
