@@ -81,3 +81,36 @@ def test_a_session_is_deleted_after_a_second_click_and_leaves_the_store(desktop:
     # the next message starts a new session instead of talking to the deleted one
     assert desktop.say("fresh start") == "FRESH START"
     assert page.evaluate("hermesApp.state.current") != key
+
+
+def test_the_token_leaves_the_address_at_once_and_travels_in_no_url_even_on_reconnect(desktop: Desktop) -> None:
+    """A server that wants its token: the page takes it from ``#token=`` (never sent to a server), drops it
+    from the address, and presents it as a WebSocket subprotocol — no request URL (which proxies and access
+    logs keep) holds it, on the first connection or after a reconnect."""
+    from hermes.config.settings import Settings
+    from hermes.surfaces.appserver.auth import Gate
+    from hermes.surfaces.appserver.rpc import AppApi
+    from hermes.surfaces.appserver.server import AppServer
+
+    secret = "tok-" + "s3cret" * 6
+    server = AppServer(AppApi(Settings.load()), Gate("127.0.0.1", secret, require_token=True), "127.0.0.1", 0)
+    server.start()
+    page = desktop.browser.new_page()
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    page.on("websocket", lambda ws: urls.append(ws.url))
+    try:
+        page.goto(f"http://127.0.0.1:{server.port}/#token={secret}")
+        page.wait_for_function("document.documentElement.dataset.ready === 'true'")
+        assert secret not in page.url and secret not in page.evaluate("location.href + history.length")
+        assert page.evaluate("hermesApp.call('sessions.list', {}).then(r => Array.isArray(r.sessions))")
+        page.evaluate("hermesApp.state.ws.close()")
+        page.wait_for_function("() => document.documentElement.dataset.connected === 'true' && "
+                               "hermesApp.state.ws.readyState === 1", timeout=10_000)
+        assert page.evaluate("hermesApp.call('sessions.list', {}).then(r => Array.isArray(r.sessions))")
+        sockets = [u for u in urls if u.startswith("ws://")]
+        assert len(sockets) == 2, urls
+        assert not [u for u in urls if secret in u], urls
+    finally:
+        page.close()
+        server.stop()

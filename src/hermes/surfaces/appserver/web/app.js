@@ -13,10 +13,14 @@
 
   // -- the API -----------------------------------------------------------------------------------------
 
-  function token() {
+  // the token comes once, in the address's fragment (never sent to a server); it is taken out of the
+  // address at once and sent on the WebSocket as a subprotocol (a header), so no URL ever holds it
+  var TOKEN = (function () {
     var match = /(?:^|[#&?])token=([^&]+)/.exec(location.hash + "&" + location.search);
-    return match ? decodeURIComponent(match[1]) : null;
-  }
+    if (!match) return null;
+    history.replaceState(null, "", location.pathname + "#/");
+    return decodeURIComponent(match[1]);
+  })();
 
   function call(method, params) {
     var id = ++state.ids;
@@ -28,9 +32,11 @@
 
   function connect() {
     return new Promise(function (resolve) {
-      var t = token();
-      var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/rpc" +
-                             (t ? "?token=" + encodeURIComponent(t) : ""));
+      var address = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/rpc";
+      var protocols = ["hermes"];
+      if (TOKEN && /^[A-Za-z0-9._~-]+$/.test(TOKEN)) protocols.push("hermes.token." + TOKEN);
+      else if (TOKEN) address += "?token=" + encodeURIComponent(TOKEN);  // a hand-made token with other characters
+      var ws = new WebSocket(address, protocols);
       state.ws = ws;
       ws.onopen = function () { $("connection").textContent = "connected"; resolve(); };
       ws.onclose = function () {
