@@ -5,6 +5,7 @@
   "use strict";
   var C = window.HermesComponents, Targets = window.HermesTargets, Tour = window.HermesTour;
   var Terminal = window.HermesTerminal, Preview = window.HermesPreview, Cards = window.HermesCards;
+  var Pickers = window.HermesPickers;
   var $ = function (id) { return document.getElementById(id); };
 
   var state = { ws: null, ids: 0, waiting: {}, current: null, views: {}, running: {}, assistant: {}, calls: {},
@@ -292,7 +293,11 @@
     if (location.hash !== "#" + state.route) history.replaceState(null, "", "#" + state.route);
     $("settings-view").hidden = state.route !== "/settings";
     $("chat-view").hidden = state.route === "/settings";
-    if (state.route === "/settings") renderSettings();
+    if (state.route === "/settings") { renderSettings(); state.pickers = Pickers.render(); }
+  }
+
+  function modelShown(current) {
+    $("model").textContent = current ? current.model || current.provider : "no model set up";
   }
 
   function showDock(which) {
@@ -501,6 +506,11 @@
       navigate: navigate, showPane: showPane, resolve: resolve,
       tourEnded: function (why) { document.documentElement.dataset.tourEnded = why; }
     });
+    Pickers.init({ call: call, modelShown: modelShown });
+    $("model").addEventListener("click", function () {
+      navigate("/settings");
+      state.pickers.then(function () { $("model-select").focus(); });
+    });
     Terminal.init({ call: call }, { tabs: $("terminal-tabs"), screen: $("terminal-screen"), input: $("terminal-input") });
     await Promise.all([connect(), Preview.init({ frame: $("preview-frame"), caption: $("preview-caption") })]);
     await hello();
@@ -532,9 +542,8 @@
       document.addEventListener(kind, function () { state.lastActivity = Date.now(); }, true);
     });
     setInterval(function () { pollTips().catch(function () { /* offline: try at the next tick */ }); }, state.tipPollMs);
-    call("models.list", {}).then(function (m) {
-      $("model").textContent = m.current ? m.current.model || m.current.provider : "no model set up";
-    }).catch(function () { $("model").textContent = "model unknown"; });
+    call("models.list", {}).then(function (m) { modelShown(m.current); })
+      .catch(function () { $("model").textContent = "model unknown"; });
     await refreshSessions();
     document.documentElement.dataset.ready = "true";
   }
