@@ -23,6 +23,7 @@ from hermes.surfaces.host import LiveSession, RoundTripCancelled, SessionHost
 from hermes.tools.toolsets import Surface
 
 if TYPE_CHECKING:
+    from hermes.agent.loop import Agent
     from hermes.agent.provider import ChatProvider
     from hermes.config.settings import Settings
 
@@ -95,6 +96,12 @@ class Conversation:
         self.disabled: tuple[str, ...] = ()  # toolsets.disable with this session
         self.surface = Surface.DESKTOP  # sessions.create's surface (desktop or tui)
         self.title: str | None = None
+        self.project: str | None = None  # projects.open: laid over its agent whenever that opens
+
+    def agent_opened(self, session: LiveSession, agent: Agent) -> None:
+        from hermes.surfaces.appserver.projects import agent_opened
+
+        agent_opened(self, session, agent)
 
     def on_event(self, session: LiveSession, event: Event) -> None:
         self.api.broadcast(self.key, "event", {"session": self.key, "session_id": session.session_id,
@@ -151,11 +158,13 @@ class AppApi:
         self.terminals = Terminals(self)
         self.methods.update(self.ui.methods())
         self.methods.update(self.terminals.methods())
+        from hermes.surfaces.appserver.projects import ProjectMethods
         from hermes.surfaces.appserver.session_admin import SessionAdmin
         from hermes.surfaces.appserver.settings import SettingsMethods
         from hermes.surfaces.appserver.toolsets import ToolsetMethods
 
         self.methods.update(SessionAdmin(self).methods())
+        self.methods.update(ProjectMethods(self).methods())
         self.methods.update(SettingsMethods(self).methods())
         self.methods.update(ToolsetMethods(self).methods())
 
