@@ -5,7 +5,7 @@
   "use strict";
   var C = window.HermesComponents, Targets = window.HermesTargets, Tour = window.HermesTour;
   var Terminal = window.HermesTerminal, Preview = window.HermesPreview, Cards = window.HermesCards;
-  var Pickers = window.HermesPickers;
+  var Pickers = window.HermesPickers, Projects = window.HermesProjects;
   var $ = function (id) { return document.getElementById(id); };
 
   var state = { ws: null, ids: 0, waiting: {}, current: null, views: {}, running: {}, assistant: {}, calls: {},
@@ -83,6 +83,7 @@
     view(key).hidden = false;
     $("stop").disabled = !state.running[key];
     renderSessions();
+    state.projects = Projects.sync(key);
   }
 
   async function refreshSessions() {
@@ -167,7 +168,7 @@
   function forgetSession(key) {
     delete state.open[key];
     if (state.views[key]) { state.views[key].remove(); delete state.views[key]; }
-    if (state.current === key) { state.current = null; $("stop").disabled = true; }
+    if (state.current === key) { state.current = null; $("stop").disabled = true; Projects.sync(null); }
   }
 
   function sidebarNotice(text) {
@@ -293,7 +294,11 @@
     if (location.hash !== "#" + state.route) history.replaceState(null, "", "#" + state.route);
     $("settings-view").hidden = state.route !== "/settings";
     $("chat-view").hidden = state.route === "/settings";
-    if (state.route === "/settings") { renderSettings(); state.pickers = Pickers.render(); }
+    if (state.route === "/settings") {
+      renderSettings();
+      state.pickers = Pickers.render();
+      state.projects = Projects.sync(state.current);
+    }
   }
 
   function modelShown(current) {
@@ -507,6 +512,8 @@
       tourEnded: function (why) { document.documentElement.dataset.tourEnded = why; }
     });
     Pickers.init({ call: call, modelShown: modelShown });
+    Projects.init({ call: call, current: function () { return state.current; }, ensureSession: newSession,
+                    notice: function (text, level) { if (state.current) view(state.current).appendChild(C.Notice(level || "info", text)); } });
     $("model").addEventListener("click", function () {
       navigate("/settings");
       state.pickers.then(function () { $("model-select").focus(); });
@@ -545,6 +552,7 @@
     call("models.list", {}).then(function (m) { modelShown(m.current); })
       .catch(function () { $("model").textContent = "model unknown"; });
     await refreshSessions();
+    await Projects.sync(null);
     document.documentElement.dataset.ready = "true";
   }
 
