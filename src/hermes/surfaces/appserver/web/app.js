@@ -379,7 +379,9 @@
   async function resolve(selector, surface) {
     if (surface === "preview") return Preview.rect(selector);
     var el = Targets.find(document, selector);
-    return el && Targets.visible(el) ? Targets.box(el) : null;
+    if (!el || !Targets.visible(el)) return null;
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });  // a long screen (settings) may hide it
+    return Targets.box(el);
   }
 
   async function guiTour(a) {

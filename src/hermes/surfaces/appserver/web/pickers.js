@@ -86,7 +86,10 @@
       list.appendChild(C.el("li", { item: "toolset", "data-toolset": t.name, "data-state": t.state }, [
         C.el("label", {}, [box, " " + t.name + " ", C.el("span", { className: "muted", text: t.state + (t.note ? " — " + t.note : "") })]),
         C.el("div", { className: "muted", text: t.description }),
-        C.el("ul", { className: "tools" }, tools)
+        C.el("details", { item: "toolset-tools" }, [
+          C.el("summary", { text: tools.length + " tool" + (tools.length === 1 ? "" : "s") +
+                                  (t.tools.some(function (x) { return !x.available; }) ? " (some unavailable here)" : "") }),
+          C.el("ul", { className: "tools" }, tools)])
       ]));
     });
     say("toolset-status", "a new session gets " + listed.tools.length + " tools here");
