@@ -31,7 +31,7 @@ SERVED_BY: dict[str, tuple[str, ...]] = {
 }
 ROUTED_TOOLS = ("web_search", "web_extract", "image_generate", "text_to_speech")
 _ROW = re.compile(r"^  (\S.{0,16}?)\s+([✓○✗]) (.*)$")
-_TOOL = re.compile(r"^\s+([✓✗]) (\w+)(?: — unavailable: (.*?))?(?:  \(not in this session\))?$")
+_TOOL = re.compile(r"^\s+([✓✗]) (\w+)(?: — (?:unavailable|off): (.*?))?(?:  \(not in this session\))?$")
 
 
 @pytest.fixture(scope="module")

@@ -189,3 +189,23 @@ def test_tools_list_shows_the_browser_only_when_its_backend_can_run(tmp_path: Pa
         (home / "config.yaml").write_text("{}\n", encoding="utf-8")
         present = hermes(home, "tools", "list")
         assert "✓ browser_navigate" in present.stdout and "✗ browser_cdp" in present.stdout
+
+
+def test_tools_switched_off_by_their_config_toggle_are_listed_off_with_the_key(hermes_home: Path) -> None:
+    """show_tip / gui_tour / memory turned off by display.in_app_tips / in_app_tours / memory.enabled are
+    not in a new session, so tools list and the session count say so instead of ✓."""
+    on = hermes(hermes_home, "tools", "list", "--surface", "desktop").stdout
+    assert line_of(on, "✓ show_tip") == "✓ show_tip" and line_of(on, "✓ gui_tour") == "✓ gui_tour"
+    count_on = int(line_of(on, "A new desktop session gets").split()[5])
+    (hermes_home / "config.yaml").write_text(
+        "display:\n  in_app_tips: false\n  in_app_tours: false\nmemory:\n  enabled: false\n", encoding="utf-8")
+    off = hermes(hermes_home, "tools", "list", "--surface", "desktop").stdout
+    assert line_of(off, "✗ show_tip") == ("✗ show_tip — off: display.in_app_tips is false "
+                                          "(hermes config set display.in_app_tips true)")
+    assert line_of(off, "✗ gui_tour") == ("✗ gui_tour — off: display.in_app_tours is false "
+                                          "(hermes config set display.in_app_tours true)")
+    assert line_of(off, "✗ memory").startswith("✗ memory — off: memory.enabled is false")
+    assert line_of(off, "A new desktop session gets") == f"A new desktop session gets {count_on - 3} tools."
+    assert "  Switched off by their settings (3; shown below): memory, gui_tour, show_tip" in off
+    status = hermes(hermes_home, "status", "--full").stdout
+    assert line_of(status, "desktop ").split(" — ")[-1].startswith(f"{count_on - 3} tools ready"), status

@@ -72,20 +72,25 @@ def _config(settings: Settings) -> AgentConfig:
     )
 
 
-def _switched_on(settings: Settings, tool: str, reg: ToolRegistry = registry) -> bool:
-    """False for a tool its own config toggle turns off (``memory.enabled: false``, or the flag named by
-    its ``switch=`` registration option, such as ``display.in_app_tips`` for ``show_tip``)."""
+def switched_off_by(settings: Settings, tool: str, reg: ToolRegistry = registry) -> str | None:
+    """The config key that turns ``tool`` off here (``memory.enabled: false``, or the flag named by its
+    ``switch=`` registration option, such as ``display.in_app_tips`` for ``show_tip``), else None."""
     if tool != "memory":
         entry = reg.get(tool)
         switch = entry.options.get("switch") if entry is not None else None
         if not isinstance(switch, str):
-            return True
+            return None
         from hermes.config.schema import SCHEMA
 
-        return bool(SCHEMA.read(settings.config, switch))
+        return None if SCHEMA.read(settings.config, switch) else switch
     from hermes.tools.memory.store import memory_enabled
 
-    return memory_enabled(settings)
+    return None if memory_enabled(settings) else "memory.enabled"
+
+
+def _switched_on(settings: Settings, tool: str, reg: ToolRegistry = registry) -> bool:
+    """False for a tool its own config toggle turns off (see :func:`switched_off_by`)."""
+    return switched_off_by(settings, tool, reg) is None
 
 
 def prompt_sections(settings: Settings, tools: tuple[str, ...]) -> list[str]:

@@ -135,12 +135,13 @@ def toolsets_by_surface(settings: Settings) -> dict[str, Any]:
             resolved = resolve_toolsets(surface, settings.requested_toolsets(),
                                         disabled=settings.agent().disabled_toolsets, registered=reg.toolsets())
         except ConfigError as exc:
-            out[surface.value] = {"toolsets": [], "tools": 0, "unavailable": [], "not_built": 0, "dropped": [],
-                                  "error": str(exc)}
+            out[surface.value] = {"toolsets": [], "tools": 0, "unavailable": [], "switched_off": [], "not_built": 0,
+                                  "dropped": [], "error": str(exc)}
             continue
-        counts = tool_counts(resolved.tools, reg)
+        counts = tool_counts(resolved.tools, reg, settings)
         out[surface.value] = {"toolsets": list(resolved.toolsets), "tools": len(counts["ready"]),
-                              "unavailable": counts["unavailable"], "not_built": len(counts["not_built"]),
+                              "unavailable": counts["unavailable"], "switched_off": counts["switched_off"],
+                              "not_built": len(counts["not_built"]),
                               "dropped": [list(d) for d in resolved.dropped], "error": None}
     return out
 
@@ -245,6 +246,8 @@ def render(data: dict[str, Any]) -> list[str]:
             text = info["error"] or f"{', '.join(info['toolsets']) or '(none)'} — {info['tools']} tools ready"
             if not info["error"] and info["unavailable"]:
                 text += f", unavailable here: {', '.join(info['unavailable'])}"
+            if not info["error"] and info["switched_off"]:
+                text += f", switched off by settings: {', '.join(info['switched_off'])}"
             if not info["error"] and info["not_built"]:
                 text += f"; {info['not_built']} not built yet"
             lines.append(f"  {surface:<11}{text}")

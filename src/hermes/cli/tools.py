@@ -114,10 +114,12 @@ def _list(args: argparse.Namespace) -> int:
     else:
         print(f"Surface: {surface.value} — requested toolsets: {', '.join(requested)} (default: {bundle})")
     print(f"Session toolsets: {', '.join(resolved.toolsets) or '(none)'}")
-    for line in session_summary(surface.value, resolved.tools, reg):
+    for line in session_summary(surface.value, resolved.tools, reg, settings):
         print(line)
     _say_next_session()
     print()
+
+    from hermes.agent.session import switched_off_by
 
     names = [n for n in TOOLSETS if args.show_all or not n.startswith("hermes-")]
     names += sorted(n for n in registered if n not in TOOLSETS)
@@ -142,6 +144,8 @@ def _list(args: argparse.Namespace) -> int:
                 continue
             ok, reason = reg.availability(tool)
             mark = f"✓ {tool}" if ok else f"✗ {tool} — unavailable: {reason}"
+            if ok and (switch := switched_off_by(settings, tool, reg)) is not None:
+                mark = f"✗ {tool} — off: {switch} is false (hermes config set {switch} true)"
             extra = "" if tool in resolved.tools or state not in ("on", "partly") else "  (not in this session)"
             print(f"            {mark}{extra}")
     if settings.get("mcp_servers"):
@@ -160,19 +164,27 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def tool_counts(tools: tuple[str, ...], reg: ToolRegistry) -> dict[str, list[str]]:
-    """The tool names of a session split into ``ready``, ``unavailable`` (registered, check fails here)
-    and ``not_built`` (named by a toolset, no tool registered under that name)."""
-    ready = [t for t in tools if t in reg and reg.is_available(t)]
-    return {"ready": ready, "unavailable": [t for t in tools if t in reg and t not in ready],
+def tool_counts(tools: tuple[str, ...], reg: ToolRegistry, settings: Settings) -> dict[str, list[str]]:
+    """The tool names of a session split into ``ready``, ``switched_off`` (runs here, but its own config
+    toggle such as ``display.in_app_tips`` leaves it out of new sessions), ``unavailable`` (registered,
+    check fails here) and ``not_built`` (named by a toolset, no tool registered under that name)."""
+    from hermes.agent.session import switched_off_by
+
+    runnable = [t for t in tools if t in reg and reg.is_available(t)]
+    off = [t for t in runnable if switched_off_by(settings, t, reg) is not None]
+    return {"ready": [t for t in runnable if t not in off], "switched_off": off,
+            "unavailable": [t for t in tools if t in reg and t not in runnable],
             "not_built": [t for t in tools if t not in reg]}
 
 
-def session_summary(surface: str, tools: tuple[str, ...], reg: ToolRegistry) -> list[str]:
+def session_summary(surface: str, tools: tuple[str, ...], reg: ToolRegistry, settings: Settings) -> list[str]:
     """How many tools a new session gets, which it names but cannot have here, and which are not built."""
-    counts = tool_counts(tools, reg)
+    counts = tool_counts(tools, reg, settings)
     ready, unavailable, unbuilt = counts["ready"], counts["unavailable"], counts["not_built"]
     lines = [f"A new {surface} session gets {len(ready)} tool{'' if len(ready) == 1 else 's'}."]
+    if counts["switched_off"]:
+        lines.append(f"  Switched off by their settings ({len(counts['switched_off'])}; shown below): "
+                     f"{', '.join(counts['switched_off'])}")
     if unavailable:
         lines.append(f"  Unavailable here ({len(unavailable)}; what is missing is shown below): "
                      f"{', '.join(unavailable)}")

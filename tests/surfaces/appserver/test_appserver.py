@@ -166,7 +166,7 @@ def test_bad_requests_get_errors_naming_the_problem(serve: Serve, model_server: 
     rpc = Rpc(url_of(serve(model_server([], models=["m", "other"]).url)))
     rpc.ws.send("{not json")
     assert json.loads(rpc.ws.recv(timeout=10))["error"]["code"] == -32700
-    missing = rpc.request("sessions.delete")
+    missing = rpc.request("sessions.archive")
     assert missing["error"]["code"] == -32601 and "sessions.create" in missing["error"]["message"]
     unknown = rpc.request("message.send", {"session": "app:nope", "text": "hi"})
     assert "no session 'app:nope'" in unknown["error"]["message"]

@@ -163,3 +163,78 @@ def test_hermes_tui_over_ssh_talks_to_the_remote_server(sshd: SSHServer, model_s
     with SessionStore(remote_home / "state.db") as store:
         assert [s.surface for s in store.list_sessions()] == ["tui"]
     assert not (hermes_home / "state.db").exists()  # nothing ran locally
+
+
+def test_hermes_desktop_over_ssh_opens_the_remote_servers_page_and_runs_there(
+        sshd: SSHServer, model_server: Any, tmp_path: Path, hermes_home: Path) -> None:
+    """``hermes desktop --ssh HOST --no-open``: the page at the tunnel's local port is the remote server's,
+    it takes the token from the 0600 file, and the turn runs and is stored on the remote machine; then
+    ``--url`` names the same server's page, and a path that is not the root is refused."""
+    import shutil
+
+    from surfaces.desktop.harness import need_browser
+
+    need_browser()
+    from playwright.sync_api import sync_playwright
+
+    remote_home = tmp_path / "remote_home"
+    remote_home.mkdir()
+    model = model_server([Reply(content="the remote desktop answer")])
+    (remote_home / "config.yaml").write_text(f"model:\n  base_url: {model.url}\n  name: m\n  max_retries: 0\n")
+    env = {**os.environ, "HERMES_HOME": str(hermes_home), "PYTHONPATH": SRC}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "desktop", "--no-open", "--ssh", f"{sshd.user}@127.0.0.1",
+                             "--remote-command", remote_hermes(remote_home),
+                             *(f"--ssh-option={o}" for o in ssh_options(sshd))],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("hermes desktop on http://127.0.0.1:") and "over SSH" in first, (
+            first, proc.stderr.read() if proc.poll() is not None else "")
+        url = first.split()[3]
+        second = proc.stdout.readline()
+        token_file = hermes_home / "remote_token"
+        assert str(token_file) in second and token_file.stat().st_mode & 0o777 == 0o600
+        token = token_file.read_text().strip()
+        assert token not in first + second
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+            try:
+                page = browser.new_page()
+                page.goto(f"{url}#token={token}")
+                page.wait_for_function("document.documentElement.dataset.ready === 'true'", timeout=30_000)
+                page.fill('[data-tour="composer-input"]', "hello from the desktop")
+                page.press('[data-tour="composer-input"]', "Enter")
+                page.wait_for_function("[...document.querySelectorAll('.message[data-role=\"assistant\"]')]"
+                                       ".some(m => m.textContent === 'the remote desktop answer')", timeout=30_000)
+            finally:
+                browser.close()
+        with SessionStore(remote_home / "state.db") as store:
+            assert [s.surface for s in store.list_sessions()] == ["desktop"]
+        assert not (hermes_home / "state.db").exists()  # nothing ran locally
+
+        ws_url = "ws://" + url.split("://", 1)[1] + "rpc"
+        by_address = subprocess.Popen([sys.executable, "-m", "hermes", "desktop", "--no-open", "--url", ws_url,
+                                       "--token-file", str(token_file)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert by_address.stdout is not None
+            assert by_address.stdout.readline().startswith(f"hermes desktop on {url} ")
+        finally:
+            by_address.terminate()
+            by_address.communicate(timeout=30)
+        refused = subprocess.run([sys.executable, "-m", "hermes", "desktop", "--no-open", "--url",
+                                  ws_url.replace("/rpc", "/hermes/rpc")],
+                                 capture_output=True, text=True, env=env, timeout=60)
+        assert refused.returncode != 0 and "served at the server's root" in refused.stderr
+    finally:
+        proc.terminate()
+        code = proc.wait(30)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    assert code == 0
+    deadline = time.monotonic() + 20
+    while serve_processes(remote_home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not serve_processes(remote_home)  # leaving hermes desktop stops the remote server

@@ -15,7 +15,12 @@ from pathlib import Path
 from hermes.net.local import is_loopback, origin_is_local
 
 TOKEN_FILE = "serve_token"
-__all__ = ["Gate", "bearer_from", "ensure_token", "is_loopback", "origin_is_local", "read_token", "token_path"]
+#: the WebSocket subprotocol a browser client names (the server chooses it), and the prefix of the one
+#: carrying its token
+SUBPROTOCOL = "hermes"
+TOKEN_SUBPROTOCOL = "hermes.token."
+__all__ = ["SUBPROTOCOL", "TOKEN_SUBPROTOCOL",
+           "Gate", "bearer_from", "ensure_token", "is_loopback", "origin_is_local", "read_token", "token_path"]
 
 
 def token_path(home: Path) -> Path:
@@ -41,10 +46,16 @@ def read_token(home: Path) -> str | None:
     return value or None
 
 
-def bearer_from(authorization: str | None, query_token: str | None) -> str | None:
-    """The token a client presented: ``Authorization: Bearer ...`` or the ``token`` query parameter."""
+def bearer_from(authorization: str | None, query_token: str | None,
+                subprotocols: list[str] | None = None) -> str | None:
+    """The token a client presented: ``Authorization: Bearer ...``, a ``hermes.token.TOKEN`` WebSocket
+    subprotocol (how the desktop page sends it: a header, so it is in no address a proxy or a browser's
+    history keeps) or the ``token`` query parameter."""
     if authorization and authorization[:7].lower() == "bearer ":
         return authorization[7:].strip() or None
+    for offered in subprotocols or ():
+        if offered.startswith(TOKEN_SUBPROTOCOL) and len(offered) > len(TOKEN_SUBPROTOCOL):
+            return offered[len(TOKEN_SUBPROTOCOL):]
     return query_token or None
 
 

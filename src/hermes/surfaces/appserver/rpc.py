@@ -23,6 +23,7 @@ from hermes.surfaces.host import LiveSession, RoundTripCancelled, SessionHost
 from hermes.tools.toolsets import Surface
 
 if TYPE_CHECKING:
+    from hermes.agent.loop import Agent
     from hermes.agent.provider import ChatProvider
     from hermes.config.settings import Settings
 
@@ -95,6 +96,12 @@ class Conversation:
         self.disabled: tuple[str, ...] = ()  # toolsets.disable with this session
         self.surface = Surface.DESKTOP  # sessions.create's surface (desktop or tui)
         self.title: str | None = None
+        self.project: str | None = None  # projects.open: laid over its agent whenever that opens
+
+    def agent_opened(self, session: LiveSession, agent: Agent) -> None:
+        from hermes.surfaces.appserver.projects import agent_opened
+
+        agent_opened(self, session, agent)
 
     def on_event(self, session: LiveSession, event: Event) -> None:
         self.api.broadcast(self.key, "event", {"session": self.key, "session_id": session.session_id,
@@ -151,9 +158,13 @@ class AppApi:
         self.terminals = Terminals(self)
         self.methods.update(self.ui.methods())
         self.methods.update(self.terminals.methods())
+        from hermes.surfaces.appserver.projects import ProjectMethods
+        from hermes.surfaces.appserver.session_admin import SessionAdmin
         from hermes.surfaces.appserver.settings import SettingsMethods
         from hermes.surfaces.appserver.toolsets import ToolsetMethods
 
+        self.methods.update(SessionAdmin(self).methods())
+        self.methods.update(ProjectMethods(self).methods())
         self.methods.update(SettingsMethods(self).methods())
         self.methods.update(ToolsetMethods(self).methods())
 
@@ -201,6 +212,19 @@ class AppApi:
         if conversation is None:
             raise RpcError(INVALID_PARAMS, f"no session {key!r} here; open one with sessions.create or sessions.resume")
         return conversation
+
+    def key_of(self, session_id: str) -> str | None:
+        """The handle of the open conversation continuing stored session ``session_id``, or None."""
+        with self._lock:
+            keys = list(self._conversations)
+        return next((k for k in keys if self.host.session_id(k) == session_id), None)
+
+    def drop(self, key: str) -> None:
+        """Close conversation ``key`` here: its agent ends, nobody follows it, its handle is unknown."""
+        self.host.reset(key)
+        with self._lock:
+            self._conversations.pop(key, None)
+            self._followers.pop(key, None)
 
     def _open(self, client: Client, key: str) -> Conversation:
         with self._lock:
@@ -255,9 +279,7 @@ class AppApi:
             info = self.host.store.get_session(session_id)
         except SessionNotFound:
             raise RpcError(INVALID_PARAMS, f"no stored session {session_id!r}") from None
-        with self._lock:
-            keys = list(self._conversations)
-        key = next((k for k in keys if self.host.session_id(k) == session_id), f"app:{session_id}")
+        key = self.key_of(session_id) or f"app:{session_id}"
         if self.host.session_id(key) is None:
             self.host.conversations.bind(key, session_id)
         conversation = self._open(client, key)

@@ -16,7 +16,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError
-from hermes.surfaces.appserver.auth import Gate, bearer_from
+from hermes.surfaces.appserver.auth import SUBPROTOCOL, Gate, bearer_from
 from hermes.surfaces.appserver.rpc import APP_ERROR, INVALID_PARAMS, AppApi, RpcError
 
 if TYPE_CHECKING:
@@ -83,11 +83,14 @@ def build_app(api: AppApi, gate: Gate) -> Starlette:
     from starlette.websockets import WebSocketDisconnect
 
     async def endpoint(websocket: WebSocket) -> None:
-        presented = bearer_from(websocket.headers.get("authorization"), websocket.query_params.get("token"))
+        offered = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
+        presented = bearer_from(websocket.headers.get("authorization"), websocket.query_params.get("token"),
+                                offered)
         if not gate.allows(presented, websocket.headers.get("origin")):
             await websocket.close(code=1008)  # before accept: the handshake is refused with HTTP 403
             return
-        await websocket.accept()
+        # a browser offering subprotocols needs one chosen: the plain name, never the one carrying the token
+        await websocket.accept(subprotocol=SUBPROTOCOL if SUBPROTOCOL in offered else None)
         client = WsClient(asyncio.get_running_loop())
 
         async def writer() -> None:

@@ -49,7 +49,10 @@ class ToolsetMethods:
         conversation = self._session(params)
         reg = self._registry()
         registered = reg.toolsets()
+        from hermes.config.yamlfile import ConfigFile
+
         settings = self.api.settings
+        settings.config = ConfigFile.load(settings.paths.config)  # as a new session reads it (edits made elsewhere)
         config_disabled = settings.agent().disabled_toolsets
         out: dict[str, Any] = {}
         requested = settings.requested_toolsets()
@@ -65,7 +68,10 @@ class ToolsetMethods:
         surface = conversation.surface if conversation is not None else Surface.DESKTOP
         out["surface"] = surface.value
         resolved = resolve_toolsets(surface, requested, disabled=disabled, registered=registered)
-        session_tools = [t for t in resolved.tools if t in reg and reg.is_available(t)]
+        from hermes.agent.session import switched_off_by
+
+        session_tools = [t for t in resolved.tools if t in reg and reg.is_available(t)
+                         and switched_off_by(settings, t, reg) is None]
         out["frozen"] = frozen is not None
         out["tools"] = frozen if frozen is not None else session_tools
         names = [n for n, t in TOOLSETS.items() if surface in t.surfaces and not n.startswith("hermes-")]
@@ -82,6 +88,8 @@ class ToolsetMethods:
                     tools.append({"name": tool, "available": False, "reason": "not built"})
                     continue
                 ok, reason = reg.availability(tool)
+                if ok and (switch := switched_off_by(settings, tool, reg)) is not None:
+                    ok, reason = False, f"off: {switch} is false"
                 tools.append({"name": tool, "available": ok, **({} if ok else {"reason": reason})})
             listed.append({"name": name, "description": spec.description if spec else "from a plugin",
                            "state": status, "note": note, "tools": tools,

@@ -267,6 +267,9 @@ class SessionHost:
         try:
             if live.agent is None:
                 live.agent = self._open(live)
+                opened = getattr(live.listener, "agent_opened", None)
+                if callable(opened):
+                    opened(live, live.agent)
             live.turns += 1
             live.agent.run_turn(text)
         except HermesError as exc:

@@ -34,7 +34,10 @@ class HostListener(Protocol):
     """What a surface gives the host for a conversation: where its events and requests go.
 
     Both are called from the host's worker threads (never from the caller of ``submit``), one turn of
-    a conversation at a time; they may block (sending to a platform, waiting for a reply).
+    a conversation at a time; they may block (sending to a platform, waiting for a reply). A listener may
+    also have ``agent_opened(session, agent)``: called on that thread each time the conversation's agent
+    is opened (new, resumed, or again after :meth:`SessionHost.evict_idle`), before its turn runs — the
+    desktop app lays its chosen project over the session there.
     """
 
     def on_event(self, session: LiveSession, event: Event) -> None:

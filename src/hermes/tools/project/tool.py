@@ -59,7 +59,7 @@ def _store(session: Any) -> ProjectStore:
     return ProjectStore(settings.paths.home if settings is not None else HermesPaths.current().home)
 
 
-def _open(session: Any, name: str | None) -> dict[str, Any]:
+def open_project(session: Any, name: str | None) -> dict[str, Any]:
     """Lay project ``name`` over the session's settings (None: take the layer off)."""
     from hermes.tools.project.workspace import project_settings
 
@@ -97,11 +97,11 @@ def desktop_project(args: dict[str, Any], **kw: Any) -> str:
     elif action == "current":
         out = {"open": current, **({"folders": list(store.get(current).folders)} if current else {})}
     elif action == "close":
-        out = _open(session, None)
+        out = open_project(session, None)
     else:
         name = check_name(args.get("name"))
         if action == "open":
-            out = _open(session, name)
+            out = open_project(session, name)
         elif action == "create":
             out = {"created": store.create(name, resolve_folders(args.get("folders"))).as_dict()}
         elif action == "add_folders":

@@ -5,6 +5,7 @@
   "use strict";
   var C = window.HermesComponents, Targets = window.HermesTargets, Tour = window.HermesTour;
   var Terminal = window.HermesTerminal, Preview = window.HermesPreview, Cards = window.HermesCards;
+  var Pickers = window.HermesPickers, Projects = window.HermesProjects;
   var $ = function (id) { return document.getElementById(id); };
 
   var state = { ws: null, ids: 0, waiting: {}, current: null, views: {}, running: {}, assistant: {}, calls: {},
@@ -13,10 +14,14 @@
 
   // -- the API -----------------------------------------------------------------------------------------
 
-  function token() {
+  // the token comes once, in the address's fragment (never sent to a server); it is taken out of the
+  // address at once and sent on the WebSocket as a subprotocol (a header), so no URL ever holds it
+  var TOKEN = (function () {
     var match = /(?:^|[#&?])token=([^&]+)/.exec(location.hash + "&" + location.search);
-    return match ? decodeURIComponent(match[1]) : null;
-  }
+    if (!match) return null;
+    history.replaceState(null, "", location.pathname + "#/");
+    return decodeURIComponent(match[1]);
+  })();
 
   function call(method, params) {
     var id = ++state.ids;
@@ -28,9 +33,11 @@
 
   function connect() {
     return new Promise(function (resolve) {
-      var t = token();
-      var ws = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/rpc" +
-                             (t ? "?token=" + encodeURIComponent(t) : ""));
+      var address = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/rpc";
+      var protocols = ["hermes"];
+      if (TOKEN && /^[A-Za-z0-9._~-]+$/.test(TOKEN)) protocols.push("hermes.token." + TOKEN);
+      else if (TOKEN) address += "?token=" + encodeURIComponent(TOKEN);  // a hand-made token with other characters
+      var ws = new WebSocket(address, protocols);
       state.ws = ws;
       ws.onopen = function () { $("connection").textContent = "connected"; resolve(); };
       ws.onclose = function () {
@@ -57,6 +64,7 @@
     else if (method === "ui") ui(params);
     else if (method === "terminal.output") Terminal.output(params);
     else if (method === "terminal.exited") Terminal.exited(params);
+    else if (method === "session.deleted") { forgetSession(params.session); refreshSessions(); }
   }
 
   // -- sessions ----------------------------------------------------------------------------------------
@@ -75,6 +83,7 @@
     view(key).hidden = false;
     $("stop").disabled = !state.running[key];
     renderSessions();
+    state.projects = Projects.sync(key);
   }
 
   async function refreshSessions() {
@@ -87,22 +96,86 @@
   function renderSessions() {
     var list = $("session-list");
     list.textContent = "";
-    var shownIds = {};
+    var shownIds = {}, byId = {};
+    (state.stored || []).forEach(function (s) { byId[s.session_id] = s; });
     Object.keys(state.open).forEach(function (key) {
-      var info = state.open[key];
+      var info = state.open[key], stored = info.session_id && byId[info.session_id];
       if (info.session_id) shownIds[info.session_id] = true;
-      var item = C.SessionItem(info.title || "New session", key === state.current);
+      var title = info.title || (stored && (stored.title || stored.preview)) || "New session";
+      var item = C.SessionItem(title, key === state.current, function () { select(key); },
+                               rename({ session: key }), remove({ session: key }));
       item.setAttribute("data-session", key);
-      item.addEventListener("click", function () { select(key); });
       list.appendChild(item);
     });
     (state.stored || []).forEach(function (s) {
       if (shownIds[s.session_id]) return;
-      var item = C.SessionItem(s.title || s.preview || s.session_id, false);
+      var item = C.SessionItem(s.title || s.preview || s.session_id, false, function () { resume(s.session_id); },
+                               rename({ session_id: s.session_id }), remove({ session_id: s.session_id }));
       item.setAttribute("data-session-id", s.session_id);
-      item.addEventListener("click", function () { resume(s.session_id); });
       list.appendChild(item);
     });
+  }
+
+  // rename in place: the title becomes a text field; Enter saves, Esc (or leaving it) keeps the old title
+  function rename(target) {
+    return function (item, name) {
+      var field = C.el("input", { className: "session-rename", item: "session-rename-input", "aria-label": "New title",
+                                  value: name.textContent, maxlength: "200" });
+      var done = false;
+      var finish = async function (save) {
+        if (done) return;
+        done = true;
+        var title = field.value.trim();
+        if (save && title && title !== name.textContent) {
+          try {
+            var renamed = await call("sessions.rename", Object.assign({ title: title }, target));
+            if (renamed.session && state.open[renamed.session]) state.open[renamed.session].title = renamed.title;
+            await refreshSessions();
+            return;
+          } catch (err) { sidebarNotice(err.message); }
+        }
+        renderSessions();
+      };
+      field.addEventListener("keydown", function (e) {
+        if (e.key === "Enter") { e.preventDefault(); finish(true); }
+        else if (e.key === "Escape") { e.preventDefault(); e.stopPropagation(); finish(false); }
+      });
+      field.addEventListener("blur", function () { finish(false); });
+      item.replaceChild(field, name);
+      field.focus();
+      field.select();
+    };
+  }
+
+  // delete asks once more on the same button ("Delete?"), then removes the session for good
+  function remove(target) {
+    return async function (item, button) {
+      if (!button.hasAttribute("data-armed")) {
+        button.setAttribute("data-armed", "");
+        button.textContent = "Delete?";
+        button.setAttribute("aria-label", "Confirm delete");
+        button.addEventListener("blur", function () { renderSessions(); }, { once: true });
+        return;
+      }
+      try {
+        var deleted = await call("sessions.delete", target);
+        if (deleted.session) forgetSession(deleted.session);
+        await refreshSessions();
+      } catch (err) { sidebarNotice(err.message); renderSessions(); }
+    };
+  }
+
+  function forgetSession(key) {
+    delete state.open[key];
+    if (state.views[key]) { state.views[key].remove(); delete state.views[key]; }
+    if (state.current === key) { state.current = null; $("stop").disabled = true; Projects.sync(null); }
+  }
+
+  function sidebarNotice(text) {
+    var old = $("session-notice");
+    if (old) old.remove();
+    $("sidebar").appendChild(C.el("div", { id: "session-notice", className: "notice", "data-level": "error",
+                                           role: "alert", text: text }));
   }
 
   async function newSession(title) {
@@ -221,7 +294,15 @@
     if (location.hash !== "#" + state.route) history.replaceState(null, "", "#" + state.route);
     $("settings-view").hidden = state.route !== "/settings";
     $("chat-view").hidden = state.route === "/settings";
-    if (state.route === "/settings") renderSettings();
+    if (state.route === "/settings") {
+      renderSettings();
+      state.pickers = Pickers.render();
+      state.projects = Projects.sync(state.current);
+    }
+  }
+
+  function modelShown(current) {
+    $("model").textContent = current ? current.model || current.provider : "no model set up";
   }
 
   function showDock(which) {
@@ -298,7 +379,9 @@
   async function resolve(selector, surface) {
     if (surface === "preview") return Preview.rect(selector);
     var el = Targets.find(document, selector);
-    return el && Targets.visible(el) ? Targets.box(el) : null;
+    if (!el || !Targets.visible(el)) return null;
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });  // a long screen (settings) may hide it
+    return Targets.box(el);
   }
 
   async function guiTour(a) {
@@ -430,6 +513,13 @@
       navigate: navigate, showPane: showPane, resolve: resolve,
       tourEnded: function (why) { document.documentElement.dataset.tourEnded = why; }
     });
+    Pickers.init({ call: call, modelShown: modelShown });
+    Projects.init({ call: call, current: function () { return state.current; }, ensureSession: newSession,
+                    notice: function (text, level) { if (state.current) view(state.current).appendChild(C.Notice(level || "info", text)); } });
+    $("model").addEventListener("click", function () {
+      navigate("/settings");
+      state.pickers.then(function () { $("model-select").focus(); });
+    });
     Terminal.init({ call: call }, { tabs: $("terminal-tabs"), screen: $("terminal-screen"), input: $("terminal-input") });
     await Promise.all([connect(), Preview.init({ frame: $("preview-frame"), caption: $("preview-caption") })]);
     await hello();
@@ -461,10 +551,10 @@
       document.addEventListener(kind, function () { state.lastActivity = Date.now(); }, true);
     });
     setInterval(function () { pollTips().catch(function () { /* offline: try at the next tick */ }); }, state.tipPollMs);
-    call("models.list", {}).then(function (m) {
-      $("model").textContent = m.current ? m.current.model || m.current.provider : "no model set up";
-    }).catch(function () { $("model").textContent = "model unknown"; });
+    call("models.list", {}).then(function (m) { modelShown(m.current); })
+      .catch(function () { $("model").textContent = "model unknown"; });
     await refreshSessions();
+    await Projects.sync(null);
     document.documentElement.dataset.ready = "true";
   }
 

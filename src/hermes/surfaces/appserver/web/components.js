@@ -49,8 +49,20 @@
     Card: function (tour, title) {
       return el("div", { className: "card", tour: tour, role: "group", "aria-label": title }, [el("h3", { text: title })]);
     },
-    SessionItem: function (title, current) {
-      return el("li", { item: "session-item", className: current ? "current" : "", text: title });
+    SessionItem: function (title, current, onOpen, onRename, onDelete) {
+      // the title is text, never markup: a session named "<img onerror=…>" shows those characters
+      var name = el("span", { className: "session-title", item: "session-title", text: title, title: title });
+      var item = el("li", { item: "session-item", className: current ? "current" : "" }, [
+        name,
+        el("button", { type: "button", className: "session-action", item: "session-rename", "aria-label": "Rename",
+                       title: "Rename", text: "✎" }),
+        el("button", { type: "button", className: "session-action", item: "session-delete", "aria-label": "Delete",
+                       title: "Delete", text: "🗑" })
+      ]);
+      name.addEventListener("click", onOpen);
+      item.children[1].addEventListener("click", function (e) { e.stopPropagation(); onRename(item, name); });
+      item.children[2].addEventListener("click", function (e) { e.stopPropagation(); onDelete(item, e.currentTarget); });
+      return item;
     },
     Tab: function (id, text, selected, onclick) {
       return el("button", { type: "button", item: "terminal-tab", "data-tab": id, text: text,
