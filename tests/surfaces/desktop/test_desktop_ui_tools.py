@@ -107,6 +107,54 @@ def test_terminal_tools_read_the_shell_tab_and_close_it(desktop: Desktop) -> Non
     assert "no terminal tab" in again["error"]
 
 
+CURSES = """import curses
+def main(win):
+    win.addstr(5, 10, "hermes-curses")
+    win.refresh()
+    while True:
+        key = win.getch()
+        if key == curses.KEY_UP:
+            win.addstr(6, 12, "arrow-up")
+            win.refresh()
+        elif key == ord("q"):
+            return
+curses.wrapper(main)
+"""
+
+
+def test_a_full_screen_program_draws_where_it_means_to_and_takes_keys(desktop: Desktop, tmp_path: Path) -> None:
+    page = desktop.page
+    program = tmp_path / "full_screen.py"
+    program.write_text(CURSES)
+    desktop.new_session()
+    desktop.tool("focus_pane", {"pane": "terminal"})
+    page.click('[data-tour="new-terminal"]')
+    page.wait_for_function("document.querySelector('#terminal-input').disabled === false")
+    page.fill('[data-tour="terminal-input"]', f"python3 {program}")
+    page.press('[data-tour="terminal-input"]', "Enter")
+    page.wait_for_function("document.querySelector('#terminal-screen').textContent.includes('hermes-curses')")
+    read = desktop.tool("read_terminal", {})
+    rows = read["text"].split("\n")
+    assert "          hermes-curses" in rows, rows  # row 5 of the screen, column 10: where curses put it
+    # the cursor stays where curses left it: just after the text, on the same row
+    assert (rows.index("          hermes-curses"), read["cursor_col"]) == (read["cursor_row"], 23)
+    page.click('[data-tour="terminal-screen"]')
+    page.keyboard.press("ArrowUp")  # from the focused screen, as a terminal sends it (ESC [ A)
+    page.wait_for_function("document.querySelector('#terminal-screen').textContent.includes('arrow-up')")
+    assert "            arrow-up" in desktop.tool("read_terminal", {})["text"].split("\n")
+    desktop.shot("read_terminal-full-screen")
+    page.click('[data-tour="terminal-screen"]')  # the tool calls' turns gave the composer the focus
+    page.keyboard.press("q")  # curses ends: the alternate screen goes, the shell's screen is back as it was
+    page.wait_for_function("!document.querySelector('#terminal-screen').textContent.includes('hermes-curses')")
+    assert f"python3 {program}" in desktop.tool("read_terminal", {})["text"]
+    page.click('[data-tour="terminal-screen"]')
+    page.keyboard.type("echo back-$((6*7))")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.querySelector('#terminal-screen').textContent.includes('back-42')")
+    assert "arrow-up" not in desktop.tool("read_terminal", {})["text"]
+    desktop.tool("close_terminal", {"process_id": read["terminal"]})
+
+
 def test_a_background_process_gets_a_read_only_tab_that_close_terminal_closes(desktop: Desktop) -> None:
     page = desktop.page
     desktop.new_session()

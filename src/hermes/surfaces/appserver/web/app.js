@@ -63,6 +63,7 @@
     else if (method === "request") request(params);
     else if (method === "ui") ui(params);
     else if (method === "terminal.output") Terminal.output(params);
+    else if (method === "terminal.screen") Terminal.screen(params);
     else if (method === "terminal.exited") Terminal.exited(params);
     else if (method === "session.deleted") { forgetSession(params.session); refreshSessions(); }
   }
