@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from hermes.errors import FetchError
+from hermes.net.address_policy import FetchPolicy
 from hermes.net.html2md import html_to_markdown
-from hermes.net.safefetch import FetchPolicy, safe_fetch
+from hermes.net.safefetch import safe_fetch
 from hermes.toolgateway.errors import GatewayHTTPError
 from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.vendor import raise_for_vendor, vendor_request

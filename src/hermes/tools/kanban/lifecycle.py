@@ -139,7 +139,8 @@ def _allow_private(kw: dict[str, Any]) -> bool:
 async def _attach_url(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     from urllib.parse import urlsplit
 
-    from hermes.net.safefetch import FetchPolicy, safe_fetch
+    from hermes.net.address_policy import FetchPolicy
+    from hermes.net.safefetch import safe_fetch
     from hermes.vendors.base import new_client
 
     task_id = target_task("kanban_attach_url", args)

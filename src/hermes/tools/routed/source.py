@@ -144,7 +144,8 @@ def allow_private_urls(ctx: RoutedContext) -> bool:
 
 async def fetch_url(url: str, ctx: RoutedContext, *, kind: MediaKind, max_bytes: int, field: str) -> bytes:
     """The body of an http(s) URL, fetched with the SSRF-safe fetcher (see the module docstring)."""
-    from hermes.net.safefetch import FetchPolicy, safe_fetch
+    from hermes.net.address_policy import FetchPolicy
+    from hermes.net.safefetch import safe_fetch
 
     allow = allow_private_urls(ctx)
     policy = FetchPolicy(allow_loopback=allow, allow_private=allow, timeout=_FETCH_TIMEOUT, max_bytes=max_bytes,
