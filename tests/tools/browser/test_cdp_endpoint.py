@@ -4,6 +4,7 @@ CDP-only tools offered only while that endpoint answers, dialogs waiting for bro
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -47,6 +48,7 @@ def endpoint() -> Iterator[str]:
         process.terminate()
         process.wait(10)
         process.stderr.close()
+        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _dead_url() -> str:
