@@ -11,10 +11,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-#: a secret word at the end of the name (OPENAI_API_KEY, GITHUB_TOKEN), or SECRET/PASSWORD anywhere;
-#: names that point at a secret (MODEL_API_KEY_ENV, SSL_KEY_FILE) are not secrets themselves
+#: a secret word at the end of the name (OPENAI_API_KEY, GITHUB_TOKEN, HERMES_API_KEYS), or SECRET/PASSWORD
+#: anywhere; names that point at a secret (MODEL_API_KEY_ENV, SSL_KEY_FILE) are not secrets themselves
 _SECRET_NAME = re.compile(
-    r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|(?:^|_)(?:SECRET|PASSWORD|PASSWD)(?:_|$)",
+    r"(?:^|_)(?:API_?KEYS?|KEYS?|TOKEN|SECRETS?|PASSWORD|PASSWD|CREDENTIALS?)$|(?:^|_)(?:SECRET|PASSWORD|PASSWD)(?:_|$)",
     re.IGNORECASE,
 )
 _SHAPES = re.compile(

@@ -47,7 +47,8 @@ def test_status_says_what_cannot_run_and_why(hermes_home: Path) -> None:
     assert "gateway: not running" in out.stdout
     assert "telegram" in out.stdout and "cannot run: TELEGRAM_BOT_TOKEN is not set" in out.stdout
     rows = json.loads(hermes(hermes_home, "gateway", "status", "--json").stdout)["platforms"]
-    assert {r["name"]: r["can_run"] for r in rows} == {"telegram": False, "api_server": True, "slack": False}
+    assert {r["name"]: r["can_run"] for r in rows} == {"telegram": False, "api_server": False, "slack": False}
+    assert "cannot run: HERMES_API_KEYS is not set" in out.stdout  # no keyless API server, even on loopback
     assert "cannot run: SLACK_APP_TOKEN is not set" in out.stdout  # Socket Mode needs the app-level token too
 
 
@@ -91,6 +92,16 @@ def test_setup_yuanbao(hermes_home: Path) -> None:
     assert "YUANBAO_APP_SECRET=yb-app-secret-xyz" in (hermes_home / ".env").read_text()
     rows = json.loads(hermes(hermes_home, "gateway", "status", "--json").stdout)["platforms"]
     assert rows[0]["name"] == "yuanbao" and rows[0]["can_run"] is True
+
+
+def test_setup_api_server_makes_a_key_when_none_is_given(hermes_home: Path) -> None:
+    out = hermes(hermes_home, "gateway", "setup", "api_server", input="\n\n\n\n")
+    assert out.returncode == 0, out.stderr
+    made = [line for line in (hermes_home / ".env").read_text().splitlines() if line.startswith("HERMES_API_KEYS=")]
+    assert len(made) == 1 and len(made[0]) > len("HERMES_API_KEYS=") + 20
+    assert made[0].split("=", 1)[1] not in out.stdout + out.stderr  # the key is read from .env, never shown
+    rows = json.loads(hermes(hermes_home, "gateway", "status", "--json").stdout)["platforms"]
+    assert rows[0]["name"] == "api_server" and rows[0]["can_run"] is True
 
 
 def test_run_serves_the_api_until_sigterm(hermes_home: Path, model_server: Any) -> None:

@@ -207,6 +207,17 @@ def test_unnamed_accounts_reconnect_and_app_errors(person: Person, gw: GatewayHa
     assert refused.status_code == 409 and refused.json()["code"] == "account_retired"
 
 
+def test_a_path_argument_stays_one_segment(person: Person) -> None:
+    person.add(None, "tok-home-1")
+    session = person.session("s-path")
+    for ident in ("..", ".", "m1/../m1", "%2e%2e"):  # never another path of the app: the id as given
+        got = connections(session, action="call", app="gmail", tool="get_message", arguments={"id": ident})
+        assert "Gmail answered HTTP 404" in got["error"], ident
+        assert f"no message {ident}" in got["error"] or "/" in ident, (ident, got)
+    empty = connections(session, action="call", app="gmail", tool="get_message", arguments={"id": ""})
+    assert "id must not be empty" in empty["error"]
+
+
 def test_the_operator_stores_a_token_from_the_environment(person: Person, gw: GatewayHarness,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture[str]) -> None:

@@ -132,6 +132,36 @@ def test_process_manage_kill_reaches_the_group(ws: Path) -> None:
     assert left["output"].strip() == "0", left
 
 
+def _sleeps_become(session: FakeSession, count: str) -> bool:
+    """Whether the number of `sleep 305`…`sleep 309` processes in the sandbox becomes ``count`` (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while True:
+        seen = _call("terminal", {"command": "ps -eo args | grep -c '^sleep 30[5-9]' || true"}, session)["output"]
+        if seen.strip() == count or time.monotonic() > deadline:
+            return seen.strip() == count
+        time.sleep(0.05)
+
+
+def test_a_daemon_dies_with_the_command_that_started_it(ws: Path) -> None:
+    # F3: a command's setsid / double-forked daemons must not live on in the session's sandbox, where
+    # they could read later commands' /proc/PID/environ
+    session = _session(ws)
+    daemons = ("setsid sh -c 'sleep 305 & exec sleep 306' </dev/null >/dev/null 2>&1 & "
+               "(setsid sleep 307 </dev/null >/dev/null 2>&1 &); echo started")
+    assert _call("terminal", {"command": daemons}, session)["output"] == "started\n"
+    assert _sleeps_become(session, "0")  # killed before the result came back (gone once the kernel reaps them)
+    # a background process keeps what it started while it runs; what is left goes when it ends
+    started = _call("terminal", {"command": "(setsid sleep 308 </dev/null >/dev/null 2>&1 &); sleep 309",
+                                 "background": True}, session)
+    assert _sleeps_become(session, "2")
+    _call("process_manage", {"action": "kill", "process_id": started["process_id"]}, session)
+    assert _sleeps_become(session, "0")
+    # killing its parent (the supervisor: the whole sandbox goes with it) does not set a command free either
+    _call("terminal", {"command": "(setsid sleep 305 </dev/null >/dev/null 2>&1 &); kill -9 $PPID; sleep 306"},
+          session)
+    assert _sleeps_become(session, "0")
+
+
 def test_scripts_of_a_session_share_one_sandbox(ws: Path) -> None:
     session = _session(ws)
     code = textwrap.dedent("""

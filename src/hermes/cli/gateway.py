@@ -174,8 +174,14 @@ def _setup(settings: Settings, kind: str | None, name: str | None) -> int:
                 "teams": "the app's client secret (Azure Bot → Configuration)",
                 "feishu": "the app's App Secret (Credentials & Basic Info)",
                 "yuanbao": "the bot's App Secret", "irc": "SASL password (empty: none)",
-                "api_server": "API keys, comma-separated (empty: loopback only, no keys)"}[kind]
+                "api_server": "API keys, comma-separated (empty: make one)"}[kind]
     secret = _secret(question)
+    if kind == "api_server" and not secret.strip(","):  # the API server never runs keyless
+        import secrets
+
+        secret = "hk-" + secrets.token_urlsafe(24)
+        print(f"made an API key: your clients send it as Authorization: Bearer (read it from {env_name} "
+              f"in {settings.paths.env})")
     app_secret = _secret("app-level token with connections:write (xapp-…)") if kind == "slack" else ""
     for key, value in values.items():
         cfg.set(f"{base}.{key}", value)

@@ -88,7 +88,7 @@ class Action:
         """``(method, url, query, json body or None)`` for these (already validated) arguments."""
         path = self.path
         for name in self.path_params:
-            path = path.replace("{" + name + "}", quote(str(arguments[name]), safe=""))
+            path = path.replace("{" + name + "}", path_value(arguments[name]))
         query = {k: _query_value(arguments[k]) for k in self.query_params if arguments.get(k) is not None}
         body: Any = None
         if self.whole_body:
@@ -96,6 +96,12 @@ class Action:
         elif self.body_params:
             body = {k: arguments[k] for k in self.body_params if k in arguments}
         return self.method.upper(), base_url.rstrip("/") + path, query, body
+
+
+def path_value(value: Any) -> str:
+    """A path argument as one opaque segment: ``/`` and every other reserved character percent-encoded, and
+    dots too (``.`` / ``..`` would be a dot segment that HTTP clients resolve: ``/users/..`` is ``/``)."""
+    return quote(str(value), safe="").replace(".", "%2E")
 
 
 def _query_value(value: Any) -> Any:

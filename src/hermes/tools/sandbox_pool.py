@@ -353,6 +353,7 @@ def supervisor_for(session: str, shape: Sequence[str]) -> Supervisor:
     made.identity = identity
     with _pool_lock:
         mine = _pool.setdefault(session, [])
+        dead = [s for s in mine if not s.alive()]  # its sandbox died (a command killed the supervisor)
         mine[:] = [s for s in mine if s.alive() and not s.retired]
         mine.append(made)
         mine.sort(key=lambda s: s.used)
@@ -362,6 +363,8 @@ def supervisor_for(session: str, shape: Sequence[str]) -> Supervisor:
         waiting[:] = [s for s in waiting if s.alive()] + surplus
     for old in surplus:
         old.retire()
+    for gone in dead:
+        gone.kill()  # closes what hermes held of it
     return made
 
 

@@ -6,13 +6,20 @@ It imports nothing but the standard library (no ``site``), so it is ready in a f
 
 For every command hermes sends one message on that socket: a JSON header (argv, cwd, env) and, as
 ``SCM_RIGHTS``, a socket for this command and the command's stdin, stdout and stderr. The supervisor
-forks; the child starts a new session (its own process group), moves to ``cwd``, puts the three
-descriptors on 0/1/2, sends one byte on the command socket — hermes reads the child's process id in its
-own PID namespace from the kernel's ``SCM_CREDENTIALS`` on it, so it can signal the whole group itself —
-and executes ``argv`` with exactly ``env``. When the child ends the supervisor kills what is left of its
-session (what it started in the background: as when every command had a sandbox of its own, nothing a
-command leaves behind outlives it, unless it started a session of its own with ``setsid``; that lives
-until the session's sandbox is stopped), writes its wait status on the command socket and closes it.
+forks; the child starts a new session (its own process group), makes itself a child subreaper
+(``PR_SET_CHILD_SUBREAPER``, kept across ``exec``), moves to ``cwd``, puts the three descriptors on
+0/1/2, sends one byte on the command socket — hermes reads the child's process id in its own PID
+namespace from the kernel's ``SCM_CREDENTIALS`` on it, so it can signal the whole group itself — and
+executes ``argv`` with exactly ``env``.
+
+Nothing a command starts outlives it, ``setsid`` and double forks included: an orphan is handed to
+the nearest subreaper above it — the command while it runs, then the supervisor (a subreaper too),
+never the sandbox's init. So when a command ends, whatever is a child of the supervisor but no running
+command is what an ended command left behind, and the supervisor kills it, its whole tree, before it
+writes the command's wait status on the command socket and closes it. No daemon of one command can
+read a later command's ``/proc/PID/environ``, as when every command had a sandbox (and PID namespace)
+of its own. A background process (``process_manage``) is a command like any other: what it starts
+lives while it runs and goes when it ends.
 When hermes closes its end of the control socket (or dies), the supervisor exits and bubblewrap takes
 the whole sandbox down with it.
 """
@@ -31,6 +38,21 @@ import sys
 
 _MAX_HEADER = 4 * 1024 * 1024
 _FDS_PER_COMMAND = 4  # command socket, stdin, stdout, stderr
+_PR_SET_CHILD_SUBREAPER = 36
+_prctl: list[object] = []  # libc's prctl, looked up once by the supervisor (its children inherit it)
+
+
+def _become_subreaper() -> bool:
+    """Make this process the one orphans below it are handed to (Linux 3.4+); whether it could."""
+    if not _prctl:
+        import ctypes
+
+        try:
+            _prctl.append(ctypes.CDLL(None, use_errno=True).prctl)
+        except (OSError, AttributeError):
+            _prctl.append(None)
+    call = _prctl[0]
+    return callable(call) and call(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
 
 
 def _receive(control: socket.socket) -> tuple[dict[str, object], list[int]] | None:
@@ -69,6 +91,7 @@ def _child(header: dict[str, object], fds: list[int], keep: list[int]) -> None:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         os.setsid()
+        _become_subreaper()  # what the command starts and leaves stays below it while it runs
         for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
             os.dup2(fd, target)
         argv = [str(a) for a in header["argv"]]  # type: ignore[attr-defined]
@@ -95,9 +118,10 @@ def _child(header: dict[str, object], fds: list[int], keep: list[int]) -> None:
     os._exit(status)
 
 
-def _session_members(leader: int) -> list[int]:
-    """The processes of the sandbox still in the session ``leader`` started (its pid is the session id)."""
-    found = []
+def _processes_by(field: int) -> dict[int, list[int]]:
+    """Every process of the sandbox by a field of its ``stat`` after the state (1: its parent, 3: its
+    session), from the sandbox's own ``/proc``."""
+    children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -107,21 +131,43 @@ def _session_members(leader: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 3 and fields[3] == str(leader).encode("ascii"):
-            found.append(int(name))
-    return found
+        if len(fields) > field:
+            children.setdefault(int(fields[field]), []).append(int(name))
+    return children
+
+
+def _children(me: int) -> list[int]:
+    """This process's children: one small file where the kernel has it, else a scan of ``/proc``."""
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as fh:
+            return [int(pid) for pid in fh.read().split()]
+    except OSError:
+        return _processes_by(1).get(me, [])
 
 
 def _end_session(leader: int) -> None:
-    """Kill what the command ``leader`` left behind in its session (background jobs, ``nohup``), as its
-    own sandbox's PID namespace did when each command had one; repeated until none is left."""
+    """Where no subreaper can be had: kill what stayed in the ended command ``leader``'s session."""
     for _ in range(20):
-        members = _session_members(leader)
+        members = _processes_by(3).get(leader, [])
         if not members:
             return
         for pid in members:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _end_strays(me: int, running: dict[int, int]) -> None:
+    """Kill what ended commands left behind: every child of the supervisor that is no running command,
+    with everything below it."""
+    strays = [pid for pid in _children(me) if pid not in running]
+    if not strays:
+        return
+    tree = _processes_by(1)
+    while strays:
+        pid = strays.pop()
+        strays += tree.get(pid, [])
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def main() -> int:
@@ -133,6 +179,8 @@ def main() -> int:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     running: dict[int, int] = {}  # child pid -> its command socket
+    me = os.getpid()
+    contained = _become_subreaper()
     control.sendall(b"r")  # ready
     while True:
         readable, _, _ = select.select([control.fileno(), wake_read], [], [])
@@ -143,19 +191,27 @@ def main() -> int:
                         break
                 except BlockingIOError:
                     break
-        while running:
+        ended: list[tuple[int, int, int]] = []  # (pid, command socket, wait status)
+        reaped = False
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 break
             if pid == 0:
                 break
+            reaped = True
             command = running.pop(pid, None)
             if command is not None:
+                ended.append((pid, command, status))
+        if reaped and contained:  # a command or something it left ended: kill what is left over
+            _end_strays(me, running)
+        for pid, command, status in ended:
+            if not contained:
                 _end_session(pid)
-                with contextlib.suppress(OSError):
-                    os.write(command, b"x" + str(status).encode("ascii"))
-                os.close(command)
+            with contextlib.suppress(OSError):
+                os.write(command, b"x" + str(status).encode("ascii"))
+            os.close(command)
         if control.fileno() not in readable:
             continue
         received = _receive(control)

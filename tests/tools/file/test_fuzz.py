@@ -175,6 +175,41 @@ def check(tool: str, payload: Any) -> None:
         assert isinstance(result["error"], str) and not _CRASH.match(result["error"]), result["error"]
 
 
+#: the paths random payloads reach only now and then (a patch that applies, a file really read, a search that
+#: finds, a binary file, a blocking one), walked first by every fuzz test so each run reaches them
+WALKS: dict[str, list[tuple[str, Any]]] = {
+    "read_file": [("read_file", {"path": "f.txt"}), ("read_file", {"path": "f.txt", "offset": 2, "limit": 1}),
+                  ("read_file", {"path": "f.txt", "offset": 99}), ("read_file", {"path": "bin.dat"}),
+                  ("read_file", {"path": "sub"}), ("read_file", {"path": "link"}), ("read_file", {"path": "/dev/null"}),
+                  ("read_file", {"path": "~/.ssh/id_rsa"}), ("read_file", {"path": "f.txt", "offset": None}),
+                  ("read_file", {"path": "f.txt/child"}), ("read_file", {"path": "/proc/kmsg"}),
+                  ("read_file", True), ("read_file", 7), ("read_file", 1.5), ("read_file", "text")],
+    "write_file": [("write_file", {"path": "sub/new.txt", "content": "x\n"}), ("read_file", {"path": "sub/new.txt"}),
+                   ("write_file", {"path": "sub/new.txt", "content": "y\n"}),
+                   ("write_file", {"path": "f.txt", "content": "alpha\n"}),
+                   ("read_file", {"path": "bin.dat"}), ("write_file", {"path": "bin.dat", "content": "x"}),
+                   ("write_file", {"path": "f.txt/child", "content": "x"})],
+    "patch": [("patch", {"path": "f.txt", "old_string": "alpha", "new_string": "omega"}),
+              ("read_file", {"path": "f.txt"}),
+              ("patch", {"path": "f.txt", "old_string": "a", "new_string": "b"}),
+              ("patch", {"path": "f.txt", "old_string": "a", "new_string": "b", "replace_all": True}),
+              ("patch", {"path": "f.txt", "old_string": "gamma  ", "new_string": "delta"}),
+              ("patch", {"path": "f.txt", "old_string": "  bet\n", "new_string": "x"}),
+              ("patch", {"path": "f.txt", "old_string": "omegb\nbetb", "new_string": "one\ntwo"}),
+              ("patch", {"path": "bin.dat", "old_string": "a", "new_string": "b"}),
+              ("patch", {"path": "/dev/null", "old_string": "a", "new_string": "b"})],
+    "search_files": [("search_files", {"pattern": "alpha"}),
+                     ("search_files", {"pattern": "a", "context": 1, "max_results": 1}),
+                     ("search_files", {"pattern": "*.txt", "target": "files"}),
+                     ("search_files", {"pattern": "ALPHA", "case_insensitive": True, "literal": True,
+                                       "file_glob": "*.txt"}),
+                     ("search_files", {"pattern": "(", "literal": True, "path": "sub"}),
+                     ("search_files", {"pattern": "g.mma", "path": "f.txt", "context": 2}),
+                     # look-arounds: the Python engine (a glob that skips files, one ignoring case, a file as root)
+                     ("search_files", {"pattern": "(?=a)a", "file_glob": "*.txt"}),
+                     ("search_files", {"pattern": "(?=a)a", "file_glob": "*.TXT", "case_insensitive": True}),
+                     ("search_files", {"pattern": "(?=g)g", "path": "f.txt"})],
+}
 FUZZ = settings(
     max_examples=int(os.environ.get("HERMES_FUZZ_EXAMPLES", "600")),
     deadline=None,
@@ -185,6 +220,9 @@ FUZZ = settings(
 
 @pytest.mark.parametrize("tool", sorted(FIELDS))
 def test_malformed_payloads_never_escape_dispatch(sandbox: Path, tool: str) -> None:
+    for walked, payload in WALKS[tool]:
+        check(walked, payload)
+
     @FUZZ
     @given(payload=payloads(tool))
     def run(payload: Any) -> None:

@@ -28,8 +28,8 @@ SECRET_ENV = {"telegram": ("token_env", "TELEGRAM_BOT_TOKEN"), "discord": ("toke
               "feishu": ("secret_env", "FEISHU_APP_SECRET"), "yuanbao": ("secret_env", "YUANBAO_APP_SECRET"),
               "irc": ("password_env", "IRC_PASSWORD"),
               "api_server": ("keys_env", "HERMES_API_KEYS")}
-#: types that cannot run without their secret
-NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams", "feishu", "yuanbao"})
+#: types that cannot run without their secret (the API server: its keys, even on loopback)
+NEEDS_SECRET = frozenset({"telegram", "discord", "slack", "teams", "feishu", "yuanbao", "api_server"})
 #: Slack's Socket Mode also needs the app-level token
 APP_TOKEN_ENV = ("app_token_env", "SLACK_APP_TOKEN")
 #: ... and its HTTP mode the Signing Secret
@@ -244,7 +244,8 @@ def build_adapter(cfg: PlatformConfig, cache: Path | None = None) -> PlatformAda
 
     keys = [k.strip() for k in cfg.secret.split(",") if k.strip()]
     return ApiServerAdapter(host=str(table.get("host") or "127.0.0.1"), port=int(table.get("port", 8642)),
-                            keys=keys, name=cfg.name, model_name=str(table.get("model_name") or "hermes-agent"))
+                            keys=keys, name=cfg.name, model_name=str(table.get("model_name") or "hermes-agent"),
+                            keys_env=cfg.secret_env)
 
 
 def default_toolsets(cfg: PlatformConfig, registered: set[str]) -> list[str] | None:

@@ -83,6 +83,9 @@ def _check_arguments(action: Action, arguments: Any) -> dict[str, Any]:
     missing = [r for r in action.input_schema.get("required") or () if arguments.get(r) is None]
     if missing:
         raise GatewayHTTPError(400, "invalid_arguments", f"{action.name} needs {', '.join(missing)}")
+    empty = [p for p in action.path_params if str(arguments[p]) == ""]
+    if empty:  # an empty segment would name another resource (/messages/ is the list)
+        raise GatewayHTTPError(400, "invalid_arguments", f"{action.name}: {', '.join(empty)} must not be empty")
     return arguments
 
 

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from hermes.errors import ToolError
-from hermes.tools.browser.backend import hub
+from hermes.tools.browser.backend import hub, refuse_served
 from hermes.tools.browser.camofox import is_camofox
 from hermes.tools.browser.guard import address_refusal, url_refusal
 from hermes.tools.browser.page import (
@@ -47,7 +47,7 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolError(f"refused to open {url[:200]}: {why}")
     tab.take_blocked()
     tab.failed.clear()
-    tab.main_refused = None
+    tab.main_refused = tab.served_refused = None
     warning = None
     try:
         await tab.page.goto(url, wait_until="load", timeout=tab.config.command_timeout * 1000)
@@ -63,6 +63,7 @@ async def browser_navigate(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         await tab.drain()
         refused, tab.main_refused = tab.main_refused, None
         if refused is not None:
+            tab.served_refused = None
             shown = f"refused to open {url[:200]}: {refused[1]}" if refused[0] == url else \
                 f"refused: {url[:200]} led to {refused[0][:200]}, which is not opened: {refused[1]}"
             raise ToolError(shown)
@@ -178,6 +179,7 @@ async def browser_get_images(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         images = await tab.page.evaluate(_IMAGES_JS)
     except Exception as exc:
         raise ToolError(f"the page's images could not be read: {first_line(exc)}") from None
+    await refuse_served(tab)
     shown = images[:IMAGES_SHOWN]
     for image in shown:
         image["alt"] = str(image.get("alt", ""))[:300]
@@ -194,6 +196,11 @@ async def browser_vision(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     except Exception as exc:
         raise ToolError(f"the screenshot failed: {first_line(exc)}") from None
     path.chmod(0o600)
+    try:
+        await refuse_served(tab)
+    except ToolError:
+        path.unlink(missing_ok=True)
+        raise
     out: dict[str, Any] = {"url": tab.page.url, "title": await title_of(tab), "screenshot_path": str(path)}
     session = kw.get("session")
     offered = getattr(session, "offered", None)
@@ -225,6 +232,7 @@ async def browser_console(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             raise ToolError(f"the expression did not finish within {tab.config.command_timeout:g} s") from None
         except Exception as exc:
             raise ToolError(f"the expression failed: {first_line(exc)}") from None
+        await refuse_served(tab)
         text = json.dumps(value, ensure_ascii=False, default=str)
         cut = len(text) > EVAL_RESULT_CHARS
         return {"url": tab.page.url, "result": mark_untrusted(tab.page.url, text[:EVAL_RESULT_CHARS]),

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from hermes.config.atomic import atomic_write
 from hermes.errors import ToolError
-from hermes.tools.browser.guard import address_refusal, policy_of, url_refusal
+from hermes.tools.browser.guard import address_refusal, policy_of, served_refusal, url_refusal
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, BrowserContext, CDPSession, Dialog, Download, Page, Playwright, Route
@@ -86,6 +86,9 @@ class Tab:
     cdp: CDPSession | None = None
     #: the last main-frame address the CDP backend's re-check refused (and left for about:blank)
     main_refused: tuple[str, str] | None = None
+    #: the last response a remote browser got from an address that is not allowed (the page was blanked):
+    #: what the tools read of the page is refused until it is taken (:func:`refuse_served`)
+    served_refused: tuple[str, str] | None = None
     #: set when a dialog starts waiting (an action that opened one returns instead of stalling)
     dialog_opened: asyncio.Event = field(default_factory=asyncio.Event)
     last_used: float = field(default_factory=time.monotonic)
@@ -483,9 +486,44 @@ async def _guard_remote(tab: Tab, page: Page) -> None:
     try:
         session = await tab.context.new_cdp_session(page)
         session.on("Fetch.requestPaused", lambda event: tab.spawn(_judge_hop(tab, session, event)))
+        session.on("Network.responseReceived", lambda event: _judge_served(tab, page, event, event.get("response")))
+        session.on("Network.requestWillBeSent",
+                   lambda event: _judge_served(tab, page, event, event.get("redirectResponse")))
+        await session.send("Network.enable", {})
         await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Response"}]})
     except Exception as exc:  # a browser without the Fetch domain: the landing is still judged after the fact
         logger.warning("redirect hops of %s are not screened: %s", tab.task_id, str(exc).splitlines()[0][:200])
+
+
+def _judge_served(tab: Tab, page: Page, event: dict[str, Any], response: Any) -> None:
+    """A response the remote browser received, judged at the address it came from (at once, in the event
+    callback, so a tool reading the page after it sees the refusal): a refused one blanks the page."""
+    if not isinstance(response, dict):
+        return
+    url = str(response.get("url") or "")
+    why = served_refusal(url, str(response.get("remoteIPAddress") or ""), allow_private=tab.config.allow_private_urls)
+    if why is None:
+        return
+    tab.blocked.append((url[:300], why))
+    tab.served_refused = (url, why)
+    if event.get("type") == "Document" and tab.main_refused is None:
+        tab.main_refused = (url, why)
+    tab.spawn(_blank(page))
+
+
+async def _blank(page: Page) -> None:
+    with contextlib.suppress(Exception):
+        await page.goto("about:blank")
+
+
+async def refuse_served(tab: Tab) -> None:
+    """Raise when a remote browser's page got a response from an address that is not allowed since the last
+    check: whatever a tool read of the page may hold it (the page itself is blanked already)."""
+    if tab.owns_context or tab.served_refused is None:
+        return
+    await tab.drain()
+    (url, why), tab.served_refused = tab.served_refused, None
+    raise ToolError(f"refused: the page got {url[:200]}, which is not shown: {why} (the page is closed: about:blank)")
 
 
 async def _judge_hop(tab: Tab, session: CDPSession, event: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hermes.errors import ToolArgumentError, ToolError
+from hermes.tools.browser.backend import refuse_served
 from hermes.tools.browser.guard import address_refusal, url_refusal
 from hermes.tools.browser.page import dialog_notice, first_line, refuse_scripts_after_fill, settle, tab_of
 from hermes.tools.registry import registry
@@ -145,6 +146,7 @@ async def browser_cdp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolError(f"{method} did not answer within {timeout:g} s") from None
     except Exception as exc:
         raise ToolError(f"{method} failed: {first_line(exc)}") from None
+    await refuse_served(tab)
     text = json.dumps(value, ensure_ascii=False, default=str)
     return {"method": method, "result": mark_untrusted(tab.page.url, text)}
 

@@ -12,7 +12,9 @@ Three layers, each for what it sees:
 3. the network fence (:mod:`hermes.net.fence`) — the local Chromium's only way out, which judges every
    connection at the address it really connects to, so a redirect, a frame, a subresource, a WebSocket
    or a second DNS answer cannot reach what (2) refuses. A CDP endpoint's browser is not ours to proxy:
-   there (1) and (2) run on its requests and on every main-frame navigation instead.
+   there (1) and (2) run on its requests and on every main-frame navigation instead, and every response
+   is judged at the address that browser really got it from (:func:`served_refusal`, CDP's
+   ``remoteIPAddress``): a name only the remote browser resolves cannot bring a private page to the model.
 """
 
 from __future__ import annotations
@@ -87,6 +89,20 @@ def _address_words(ip: IPAddress, allow_private: bool) -> str:
         return f"{ip} is a cloud metadata, link-local or reserved address, which the browser never opens"
     return (f"{ip} is a private or loopback address, which the browser does not open "
             "(browser.allow_private_urls: true allows it)")
+
+
+def served_refusal(url: str, remote_ip: str, *, allow_private: bool) -> str | None:
+    """Why a response a remote browser (CDP endpoint, cloud) got from ``remote_ip`` may not be shown, or
+    None: what a name resolved to *there* (a name only that browser resolves, a rebinding answer) is
+    judged like any address. An empty or unreadable address (a cached or generated response) is None."""
+    try:
+        ip = ipaddress.ip_address(remote_ip.strip("[]").split("%")[0])
+    except ValueError:
+        return None
+    if ip_allowed(ip, policy_of(allow_private)):
+        return None
+    host = (urlsplit(url).hostname or url[:100]).rstrip(".").lower()
+    return f"{host} was served from {_address_words(ip, allow_private)}"
 
 
 async def address_refusal(url: str, *, allow_private: bool) -> str | None:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes.errors import ToolArgumentError, ToolError
-from hermes.tools.browser.backend import Tab, hub
+from hermes.tools.browser.backend import Tab, hub, refuse_served
 from hermes.tools.browser.config import BrowserConfig, browser_config, cloud_candidate
 from hermes.tools.browser.connect import SESSION_KEY
 from hermes.tools.browser.snapshot import Snapshot, compact, parse_ref, render_page, tokens_of
@@ -86,7 +86,9 @@ async def take_snapshot(tab: Tab) -> Snapshot:
     except Exception as exc:
         passwords.cancel()
         raise ToolError(f"the page could not be read: {first_line(exc)}") from None
-    snap = compact(mask_passwords(raw, await passwords), tab.name_ref)
+    values = await passwords
+    await refuse_served(tab)
+    snap = compact(mask_passwords(raw, values), tab.name_ref)
     tab.known_refs |= snap.every_ref
     tab.current_refs = snap.interactive
     tab.current_all = snap.every_ref

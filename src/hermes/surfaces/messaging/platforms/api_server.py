@@ -12,10 +12,10 @@ Endpoints (Starlette on uvicorn, inside the gateway's event loop):
   which ordinary clients skip. Without streaming the completion carries the same list in ``hermes_events``.
   A conversation already running a turn answers 409.
 
-Keys: with ``keys`` (the comma-separated ``HERMES_API_KEYS``) every request needs
-``Authorization: Bearer KEY``; each key's conversations are its own. Without keys the server only
-starts on a loopback address and answers only requests whose ``Host`` header names a loopback
-address (421 otherwise: a page on a name rebound to 127.0.0.1). A request from a browser page of
+Keys: the server never starts without ``keys`` (the comma-separated ``HERMES_API_KEYS``), even on
+loopback: loopback is shared with every local user and with the agent's own sandboxed commands (a
+network-allowed command could otherwise drive the agent that runs it). Every request needs
+``Authorization: Bearer KEY``; each key's conversations are its own. A request from a browser page of
 another site (an ``Origin`` header that is not loopback) is refused with 403, and a POST must say
 ``Content-Type: application/json`` (415), so a web page's form or no-cors ``fetch`` cannot run a turn.
 Nobody can answer clarify questions or approvals through this API: they
@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from hermes.agent.events import Event, Notice, Request, TextDelta, ToolFinished, ToolStarted, TurnFinished
-from hermes.net.local import host_header_is_local, is_loopback, origin_is_local
+from hermes.net.local import origin_is_local
 from hermes.surfaces.messaging.adapter import Deliver, PlatformAdapter, PlatformError
 from hermes.surfaces.messaging.platforms.httpserve import AppServer
 
@@ -91,11 +91,13 @@ class ApiServerAdapter(PlatformAdapter):
     supports_files = False
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 8642, keys: list[str] | None = None,
-                 name: str = "api_server", model_name: str = "hermes-agent") -> None:
+                 name: str = "api_server", model_name: str = "hermes-agent",
+                 keys_env: str = "HERMES_API_KEYS") -> None:
         super().__init__()
         self.name = name
         self.bind_host, self.port = host, port
         self._keys = [k for k in (keys or []) if k]
+        self.keys_env = keys_env
         self.model_name = model_name
         self.session_host: SessionHost | None = None
         self._serving = AppServer(name, host, port)
@@ -111,9 +113,10 @@ class ApiServerAdapter(PlatformAdapter):
     # -- lifecycle ---------------------------------------------------------------------------------
 
     async def connect(self) -> None:
-        if not self._keys and not is_loopback(self.bind_host):
-            raise PlatformError(f"{self.name}: refusing to listen on {self.bind_host} without API keys "
-                                "(set HERMES_API_KEYS, or bind to 127.0.0.1)")
+        if not self._keys:
+            raise PlatformError(f"{self.name}: refusing to start without API keys: set {self.keys_env} "
+                                "(comma-separated bearer keys; loopback is reachable by every local program, "
+                                "the agent's own commands included)")
         if self.session_host is None:
             raise PlatformError(f"{self.name}: no session host")
         self._serving = AppServer(self.name, self.bind_host, self.port)
@@ -145,9 +148,6 @@ class ApiServerAdapter(PlatformAdapter):
         """The refusal for a request a web page may have sent (see the module docstring), else None."""
         if not origin_is_local(request.headers.get("origin")):
             return _error(403, "requests from web pages of other sites are refused", "permission_error")
-        if not self._keys and not host_header_is_local(request.headers.get("host")):
-            return _error(421, "without API keys only requests to a loopback host name are answered",
-                          "permission_error")
         if request.method == "POST":
             kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if kind != "application/json":
@@ -155,9 +155,7 @@ class ApiServerAdapter(PlatformAdapter):
         return None
 
     def _caller(self, request: HttpRequest) -> str | None:
-        """The caller's key id ("open" without keys), or None when the request is not allowed."""
-        if not self._keys:
-            return "open"
+        """The caller's key id, or None when the request is not allowed."""
         header = request.headers.get("authorization", "")
         given = header[7:].strip() if header[:7].lower() == "bearer " else ""
         for key in self._keys:
