@@ -216,6 +216,10 @@ class YuanbaoDriver(Driver):
     def malformed(self) -> None:
         self.ws.send_latest(b"\x0a\xff\x01")  # a ConnMsg whose head runs past the frame
         self._push({"callback_command": "C2C.CallbackAfterSendMsg", "msg_body": []})  # no sender
+        n = next(self.ids)  # a custom element nested past any parser's depth (json.loads: RecursionError)
+        self._push({"callback_command": "C2C.CallbackAfterSendMsg", "from_account": self._user("mallory"),
+                    "to_account": BOT_ID, "sender_nickname": "mallory", "msg_id": f"m{n}", "msg_seq": n,
+                    "msg_body": [{"msg_type": "TIMCustomElem", "msg_content": {"data": "[" * 5000}}]})
 
     def close(self) -> None:
         self.http.close()

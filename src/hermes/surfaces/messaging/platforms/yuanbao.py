@@ -61,6 +61,7 @@ REQUEST_TIMEOUT = 30.0
 MENTION_ELEM = 1002
 #: push commands that are not a new message (a recall / withdrawal)
 NOT_MESSAGES = frozenset({"Group.CallbackAfterRecallMsg", "C2C.CallbackAfterMsgWithDraw"})
+MAX_CUSTOM_DATA = 16 * 1024  # a custom element (a mention) is a small JSON object; larger ones are ignored
 _END = object()
 #: where a voice message's real URL may point (besides the configured API's own host)
 MEDIA_DOMAINS = (".myqcloud.com", ".tencent.com", ".qq.com")
@@ -181,7 +182,7 @@ class YuanbaoAdapter(PlatformAdapter):
             if not isinstance(raw, bytes):
                 raise ValueError("a text frame")
             head, data = wire.unframe(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             self.malformed(str(exc), raw)
             return
         kind, cmd = head["cmd_type"], head["cmd"]
@@ -206,7 +207,7 @@ class YuanbaoAdapter(PlatformAdapter):
             return
         try:
             msg = self._inbound(decode(wire.INBOUND_PUSH, data))
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # any sender can send these
             self.malformed(f"{cmd}: {type(exc).__name__}: {exc}", data[:200])
             return
         if msg is not None:
@@ -227,8 +228,11 @@ class YuanbaoAdapter(PlatformAdapter):
             if kind == "TIMTextElem":
                 words.append(content.get("text", ""))
             elif kind == "TIMCustomElem":
-                with contextlib.suppress(ValueError, TypeError, AttributeError):
-                    custom = json.loads(content.get("data") or "{}")
+                with contextlib.suppress(ValueError, TypeError, AttributeError, RecursionError):
+                    data = content.get("data") or "{}"
+                    if len(data) > MAX_CUSTOM_DATA:
+                        raise ValueError("custom element too large")
+                    custom = json.loads(data)
                     if custom.get("elem_type") == MENTION_ELEM:
                         if str(custom.get("user_id")) == self.bot_id:
                             mentioned = True
