@@ -72,3 +72,25 @@ def test_deleting_a_session_removes_it_closes_it_and_tells_the_other_followers(
     other.close()
 
 
+
+
+def test_only_the_apps_own_idle_sessions_are_deleted(serve: Serve, model_server: Any, hermes_home: Any) -> None:
+    import contextlib
+    import sqlite3
+    import time
+
+    store = SessionStore(hermes_home / "state.db")
+    chat = store.create_session(surface="messaging", model="m", toolsets=[], tools=[], title="a family chat")
+    tui = store.create_session(surface="tui", model="m", toolsets=[], tools=[], title="running in a TUI")
+    rpc = Rpc(url_of(serve(model_server(lambda body: Reply(content="ok")).url)))
+    refused = rpc.request("sessions.delete", {"session_id": chat})["error"]["message"]
+    assert "started on the messaging surface" in refused and f"hermes sessions delete {chat}" in refused
+    busy = rpc.request("sessions.delete", {"session_id": tui})["error"]["message"]
+    assert "another process may be running it" in busy  # written just now, and not open in this server
+    assert {s.id for s in store.list_sessions()} == {chat, tui}
+    with contextlib.closing(sqlite3.connect(hermes_home / "state.db")) as conn:  # as if written a minute ago
+        conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - 60, tui))
+        conn.commit()
+    assert rpc.call("sessions.delete", {"session_id": tui})["deleted"] is True
+    assert [s.id for s in store.list_sessions()] == [chat]
+    rpc.close()

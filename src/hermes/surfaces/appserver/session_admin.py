@@ -5,12 +5,14 @@ been stored yet. A title is one line of at most :data:`MAX_TITLE` characters (co
 spaces; the page shows it as text, never as markup). Deleting removes the stored session and its messages
 (as ``hermes sessions delete``) and closes its conversation here; a session whose turn runs or waits for
 an answer is refused until it stops (``turn.interrupt``). The other clients following it get a
-``session.deleted`` notification.
+``session.deleted`` notification. Only desktop and TUI sessions are deleted here, and not one that is
+not open here but was written in the last :data:`BUSY_ELSEWHERE_S` seconds (another process may run it).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from hermes.surfaces.appserver.rpc import AppApi, Client
 
 MAX_TITLE = 200
+BUSY_ELSEWHERE_S = 30.0
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -74,6 +77,8 @@ class SessionAdmin:
         from hermes.surfaces.appserver.rpc import APP_ERROR, RpcError
 
         key, session_id = self._target(params)
+        if session_id is not None:
+            self._check_deletable(key, session_id)
         if key is not None:
             live = self.api.host.get(key)
             if live is not None and (live.running or live.awaiting_reply or live.inbox):
@@ -89,3 +94,18 @@ class SessionAdmin:
         if session_id is not None:
             self.api.host.store.delete_session(session_id)
         return {"deleted": True, "session": key, "session_id": session_id}
+
+    def _check_deletable(self, key: str | None, session_id: str) -> None:
+        """Only a desktop or TUI session, and not one another process may be writing: a messaging chat, a
+        CLI or cron session, or one written moments ago by a process this server does not know, is
+        deleted with ``hermes sessions delete`` instead (the person's own choice at the command line)."""
+        from hermes.surfaces.appserver.rpc import APP_ERROR, CLIENT_SURFACES, RpcError
+
+        info = self.api.host.store.get_session(session_id)
+        if info.surface not in CLIENT_SURFACES:
+            raise RpcError(APP_ERROR, f"session {session_id} was started on the {info.surface} surface; the app "
+                                      f"deletes only desktop and TUI sessions (hermes sessions delete {session_id})")
+        idle = time.time() - info.updated_at
+        if key is None and idle < BUSY_ELSEWHERE_S:
+            raise RpcError(APP_ERROR, f"session {session_id} was written {idle:.0f} s ago and is not open here: "
+                                      "another process may be running it; try again when it is idle")
