@@ -165,6 +165,36 @@ def test_an_idle_connection_the_server_closed_is_replaced_once() -> None:
     asyncio.run(scenario())
 
 
+def test_a_post_the_server_may_have_taken_is_never_sent_twice() -> None:
+    seen: list[bytes] = []
+
+    async def drop_the_second(request: bytes, writer: asyncio.StreamWriter) -> bool:
+        seen.append(request.split(b" ", 1)[0])
+        if len(seen) == 2:
+            return False  # read the request, then close without an answer (it may have been acted on)
+        writer.write(answer(b"ok"))
+        return True
+
+    async def scenario(method: str) -> list[int]:
+        seen.clear()
+        server, url, counts = await serve(drop_the_second)
+        client = H1Client()
+        try:
+            assert (await client.request(method, url, max_bytes=100, content=b"{}")).body == b"ok"
+            if method == "POST":
+                with pytest.raises(httpx.RemoteProtocolError):
+                    await client.request(method, url, max_bytes=100, content=b"{}")
+            else:  # a GET is repeated on a new connection
+                assert (await client.request(method, url, max_bytes=100)).body == b"ok"
+            return counts
+        finally:
+            await client.aclose()
+            server.close()
+
+    assert asyncio.run(scenario("POST")) == [1, 2]  # the vendor saw the second POST once
+    assert asyncio.run(scenario("GET")) == [2, 3]
+
+
 def test_headers_that_would_break_the_framing_are_refused() -> None:
     async def never(request: bytes, writer: asyncio.StreamWriter) -> bool:
         raise AssertionError("nothing may be sent")

@@ -41,6 +41,7 @@ from hermes.net.http import NO_RETRY, HttpAnswer, RetryPolicy, retrying
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 _BAD_HEADER = re.compile(r"[\r\n\x00]")
 _SAFE = "/%:@!$&'()*+,;=~-._"  # kept as they are in a request target (what httpx keeps too)
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 _CHARSET = re.compile(r"charset\s*=\s*\"?([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 
 
@@ -257,7 +258,9 @@ class H1Client:
                     raise httpx.ReadTimeout(f"no complete answer from {origin[1]} in time") from None
                 except httpx.RemoteProtocolError:
                     conn.close()
-                    if reused and conn.received == 0:  # closed while idle: once more on a new connection
+                    # closed while idle: once more on a new connection, for a method that may be repeated (a
+                    # POST the vendor may have taken before closing is left to the caller's retry policy)
+                    if reused and conn.received == 0 and method.upper() in _IDEMPOTENT:
                         conn, reused = None, False
                         continue
                     raise
