@@ -86,6 +86,11 @@ def _check_arguments(action: Action, arguments: Any) -> dict[str, Any]:
     empty = [p for p in action.path_params if str(arguments[p]) == ""]
     if empty:  # an empty segment would name another resource (/messages/ is the list)
         raise GatewayHTTPError(400, "invalid_arguments", f"{action.name}: {', '.join(empty)} must not be empty")
+    # a dot segment or a backslash: servers that decode the path and then clean it would climb a level
+    dots = [p for p in action.path_params if str(arguments[p]) in (".", "..") or "\\" in str(arguments[p])]
+    if dots:
+        raise GatewayHTTPError(400, "invalid_arguments", f"{action.name}: {', '.join(dots)} cannot be '.', '..' "
+                                                         "or hold a backslash (it is one path segment)")
     return arguments
 
 
