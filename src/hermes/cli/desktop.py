@@ -38,6 +38,26 @@ def page_address(rpc_url: str) -> str:
     return f"{'https' if parts.scheme == 'wss' else 'http'}://{parts.netloc}/"
 
 
+def require_protected(rpc_url: str) -> None:
+    """A page loaded over plain ``ws://``/``http://`` from another machine can be changed on the way, and a
+    script slipped into it reads the token from the page's address: only loopback (or an SSH tunnel, which
+    is loopback here) may go without TLS."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    from hermes.errors import UsageError
+
+    parts = urlsplit(rpc_url)
+    host = (parts.hostname or "").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if parts.scheme in ("ws", "http") and not loopback:
+        raise UsageError(f"{host or rpc_url} is not this machine and ws:// has no TLS: the page and its token "
+                         "could be read or changed on the way; use wss://HOST:PORT/rpc behind TLS, or --ssh HOST")
+
+
 def run(args: argparse.Namespace) -> int:
     import signal
 
@@ -78,6 +98,8 @@ def _remote(args: argparse.Namespace) -> int:
     from hermes.config.settings import Settings
     from hermes.surfaces.appserver.remote_cli import REMOTE_TOKEN_FILE, open_backend
 
+    if getattr(args, "url", None):
+        require_protected(args.url)
     settings = Settings.load()
     backend = open_backend(settings, args)
     assert backend is not None

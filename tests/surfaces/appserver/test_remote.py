@@ -238,3 +238,12 @@ def test_hermes_desktop_over_ssh_opens_the_remote_servers_page_and_runs_there(
     while serve_processes(remote_home) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not serve_processes(remote_home)  # leaving hermes desktop stops the remote server
+
+
+def test_hermes_desktop_refuses_a_plain_ws_address_of_another_machine(tmp_path: Path) -> None:
+    """The page and its token would travel without TLS: refused before anything connects (192.0.2.0/24 is
+    a documentation range: nothing answers there, so a connect attempt would show as a timeout instead)."""
+    env = {**os.environ, "HERMES_HOME": str(tmp_path / "home")}
+    refused = subprocess.run([sys.executable, "-m", "hermes", "desktop", "--no-open", "--url",
+                              "ws://192.0.2.10:8787/rpc"], capture_output=True, text=True, env=env, timeout=60)
+    assert refused.returncode != 0 and "ws:// has no TLS" in refused.stderr and "--ssh HOST" in refused.stderr
