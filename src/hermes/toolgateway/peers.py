@@ -78,15 +78,17 @@ class Peers:
         self.gateway = gateway
         self.url = gateway.config.peer_url()
         self._key = key
-        self._tables: dict[str, JobTable] = {}
+        self._tables: dict[tuple[str, float], JobTable] = {}  # by kind and lifetime: each row keeps its own
         self._mine = json.dumps({"peer": self.url}, separators=(",", ":"))
 
     # -- who holds what ------------------------------------------------------------------------------
     def _table(self, kind: str, ttl: float) -> JobTable:
-        table = self._tables.get(kind)
+        """The table of ``kind`` that writes rows living ``ttl`` seconds (reading ignores the ttl: a row's
+        expiry is stored with it)."""
+        table = self._tables.get((kind, ttl))
         if table is None:
-            table = self._tables[kind] = JobTable(lambda: self.gateway.conn, _NAMESPACE + kind, ttl=ttl,
-                                                  clock=self.gateway.clock)
+            table = self._tables[kind, ttl] = JobTable(lambda: self.gateway.conn, _NAMESPACE + kind, ttl=ttl,
+                                                       clock=self.gateway.clock)
         return table
 
     async def hold(self, kind: str, item_id: str, owner: str, ttl: float) -> None:
