@@ -129,6 +129,29 @@ class PlatformAdapter(ABC):
         logger.warning("%s: skipped a malformed event (%s): %.200r", self.name, what, detail)
 
 
+MAX_VOICE_BYTES = 25 * 1024 * 1024  # a voice message larger than this is not downloaded
+
+
+async def download_voice(url: str, headers: dict[str, str] | None = None, *,
+                         limit: int = MAX_VOICE_BYTES) -> tuple[int, bytes | None]:
+    """``(status, body)`` of a GET of ``url`` without following redirects, the body read as a stream and
+    None once it passes ``limit`` (so a huge or endless answer never sits in memory) or when the status is
+    not 200. Transport errors are httpx's own."""
+    import httpx
+
+    async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as plain, \
+            plain.stream("GET", url, headers=headers) as response:
+        if response.status_code != 200:
+            return response.status_code, None
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                return response.status_code, None
+            chunks.append(chunk)
+        return response.status_code, b"".join(chunks)
+
+
 def save_voice(folder: Path | None, name: str, data: bytes) -> str:
     """Keep a downloaded voice message for the gateway to transcribe (0600; the gateway deletes it)."""
     import tempfile

@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.surfaces.messaging.adapter import (
+    MAX_VOICE_BYTES,
     Deliver,
     Inbound,
     PlatformAdapter,
     PlatformError,
     close_connections,
+    download_voice,
     save_voice,
 )
 
@@ -47,7 +49,7 @@ BUTTONS_PER_ROW = 5
 
 #: where Discord serves attachments (voice messages are downloaded only from there)
 CDN_HOSTS = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
-MAX_VOICE_BYTES = 25 * 1024 * 1024
+
 
 
 class DiscordAdapter(PlatformAdapter):
@@ -203,14 +205,13 @@ class DiscordAdapter(PlatformAdapter):
         import httpx
 
         try:  # without the bot's token: the CDN's URLs are signed, and the token goes to the API only
-            async with httpx.AsyncClient(timeout=30.0) as plain:
-                response = await plain.get(url)
+            status, body = await download_voice(url)
         except httpx.HTTPError as exc:
             raise ValueError(f"the voice message could not be downloaded: {type(exc).__name__}") from exc
-        if response.status_code >= 400 or len(response.content) > MAX_VOICE_BYTES:
-            raise ValueError(f"the voice message could not be downloaded (HTTP {response.status_code})")
+        if body is None:
+            raise ValueError(f"the voice message could not be downloaded (HTTP {status}, at most 25 MB)")
         suffix = Path(str(attachment.get("filename") or "voice.ogg")).suffix or ".ogg"
-        return save_voice(self.voice_dir, f"{self.name}-{message_id}{suffix}", response.content)
+        return save_voice(self.voice_dir, f"{self.name}-{message_id}{suffix}", body)
 
     async def send_text(self, chat: str, text: str, thread: str = "") -> str:
         sent = await self._rest("POST", f"/channels/{chat}/messages", json={"content": text})

@@ -38,11 +38,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes.surfaces.messaging.adapter import (
+    MAX_VOICE_BYTES,
     Deliver,
     Inbound,
     PlatformAdapter,
     PlatformError,
     close_connections,
+    download_voice,
     save_voice,
 )
 from hermes.surfaces.messaging.platforms.httpserve import AppServer
@@ -59,7 +61,7 @@ API = "https://slack.com/api"
 SIGNATURE_WINDOW = 300
 #: where Slack serves private files (a voice clip is downloaded, with the bot token, only from there)
 FILES_HOST = "files.slack.com"
-MAX_VOICE_BYTES = 25 * 1024 * 1024
+
 #: message subtypes that are still a person's message (a message with a file attached)
 PERSON_SUBTYPES = frozenset({"", "file_share"})
 
@@ -258,14 +260,13 @@ class SlackAdapter(PlatformAdapter):
         if int(file.get("size") or 0) > MAX_VOICE_BYTES:
             raise ValueError("a voice clip larger than 25 MB")
         try:
-            async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as plain:
-                response = await plain.get(url, headers={"Authorization": f"Bearer {self._bot_token}"})
+            status, body = await download_voice(url, {"Authorization": f"Bearer {self._bot_token}"})
         except httpx.HTTPError as exc:
             raise ValueError(f"the voice clip could not be downloaded: {type(exc).__name__}") from exc
-        if response.status_code != 200 or len(response.content) > MAX_VOICE_BYTES:
-            raise ValueError(f"the voice clip could not be downloaded (HTTP {response.status_code})")
+        if body is None:
+            raise ValueError(f"the voice clip could not be downloaded (HTTP {status}, at most 25 MB)")
         suffix = Path(str(file.get("name") or "audio_message.mp4")).suffix or ".mp4"
-        return save_voice(self.voice_dir, f"{self.name}-{ts.replace('.', '-') or 'voice'}{suffix}", response.content)
+        return save_voice(self.voice_dir, f"{self.name}-{ts.replace('.', '-') or 'voice'}{suffix}", body)
 
     @staticmethod
     def _where(chat: str, thread: str) -> dict[str, Any]:

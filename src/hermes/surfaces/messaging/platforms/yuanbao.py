@@ -41,6 +41,7 @@ from hermes.surfaces.messaging.adapter import (
     PlatformAdapter,
     PlatformError,
     close_connections,
+    download_voice,
     save_voice,
 )
 from hermes.surfaces.messaging.platforms import yuanbao_wire as wire
@@ -65,7 +66,7 @@ MAX_CUSTOM_DATA = 16 * 1024  # a custom element (a mention) is a small JSON obje
 _END = object()
 #: where a voice message's real URL may point (besides the configured API's own host)
 MEDIA_DOMAINS = (".myqcloud.com", ".tencent.com", ".qq.com")
-MAX_VOICE_BYTES = 25 * 1024 * 1024
+
 
 
 class YuanbaoAdapter(PlatformAdapter):
@@ -275,17 +276,16 @@ class YuanbaoAdapter(PlatformAdapter):
                 or (parts.scheme, parts.netloc) == (api.scheme, api.netloc)):
             raise PlatformError(f"{self.name}: a voice message on an unexpected host {host!r}")
         try:
-            async with httpx.AsyncClient(timeout=30.0, follow_redirects=False) as plain:
-                response = await plain.get(url)
+            status, body = await download_voice(url)
         except httpx.HTTPError as exc:
             raise PlatformError(f"{self.name}: the voice message could not be downloaded: {type(exc).__name__}") \
                 from exc
-        if response.status_code != 200 or len(response.content) > MAX_VOICE_BYTES:
-            raise PlatformError(f"{self.name}: the voice message could not be downloaded "
-                                f"(HTTP {response.status_code})")
+        if body is None:
+            raise PlatformError(f"{self.name}: the voice message could not be downloaded (HTTP {status}, "
+                                "at most 25 MB)")
         suffix = Path(parts.path).suffix[:6] or ".m4a"
         safe_id = "".join(c for c in message_id if c.isalnum() or c in "-_")[:64] or uuid.uuid4().hex
-        return save_voice(self.voice_dir, f"{self.name}-{safe_id}{suffix}", response.content)
+        return save_voice(self.voice_dir, f"{self.name}-{safe_id}{suffix}", body)
 
     async def _ping(self) -> None:
         missed = 0
