@@ -45,6 +45,17 @@ class SessionView(Protocol):
 
 
 SESSION_END_KEY = "session_end"
+#: ``session.state`` key of a messaging session's chat: ``(platform table name, chat id)``, set by the gateway
+CHAT_ORIGIN_KEY = "chat_origin"
+
+
+def chat_origin(kw: dict[str, Any]) -> tuple[str, str] | None:
+    """The platform and chat the calling session answers in (a messaging session), else None."""
+    session = session_of(kw)
+    origin = session.state.get(CHAT_ORIGIN_KEY) if session is not None else None
+    if isinstance(origin, tuple) and len(origin) == 2 and all(isinstance(v, str) for v in origin):
+        return origin[0], origin[1]
+    return None
 
 
 def on_session_end(kw: dict[str, Any], key: str, callback: Callable[[], object]) -> None:

@@ -20,7 +20,10 @@ STEPS = [("yb_search_sticker", {"query": "thumbs up"}),
          ("yb_query_group_members", {"group_code": GROUP, "action": "list_bots"}),
          ("yb_send_dm", {"group_code": GROUP, "name": "Bob", "message": "hello bob"}),
          ("yb_query_group_info", {"group_code": GROUP}),
-         ("yb_query_group_info", {"group_code": "nope"})]
+         ("yb_query_group_info", {"group_code": "nope"}),
+         ("yb_query_group_members", {"group_code": "other-group"}),
+         ("yb_send_dm", {"user_id": "u-stranger", "message": "hi"}),
+         ("yb_send_sticker", {"sticker": "159", "chat_id": "group:other-group"})]
 
 
 def tool_turn(body: dict[str, Any]) -> Reply:
@@ -44,7 +47,7 @@ def test_the_five_tools_in_a_chat_turn(hermes_home: Path, model_server: Any) -> 
         answer = driver.wait_for(lambda ps: [p for p in ps if p.text.startswith("done:")])[0]
         assert answer.chat == driver.group
         results = [json.loads(m["content"]) for m in server.requests[-1]["messages"] if m["role"] == "tool"]
-        found, sticker, bots, dm, info, missing = results
+        found, sticker, bots, dm, info, missing, other_group, stranger, elsewhere = results
         assert found["stickers"][0]["name"] == "点赞" and found["stickers"][0]["sticker_id"] == "159"
         posted = next(p for p in driver.posts if p.kind == "sticker")
         assert posted.chat == driver.group and sticker["sent"] is True
@@ -55,7 +58,12 @@ def test_the_five_tools_in_a_chat_turn(hermes_home: Path, model_server: Any) -> 
         assert [p.text for p in driver.posts if p.chat == "direct:u-bob"] == ["hello bob"]
         assert info == {"group_code": GROUP, "group_name": "Hermes testers", "member_count": 4,
                         "owner": {"user_id": "u-alice", "nickname": "alice"}}
-        assert "group not found" in missing["error"]
+        # scoped to this chat: another group is not looked at, strangers get no direct message
+        assert "only the group this chat is in" in missing["error"]
+        assert "only the group this chat is in" in other_group["error"]
+        assert "not a member of this group" in stranger["error"]
+        assert "stickers go only to this chat" in elsewhere["error"]
+        assert not [p for p in driver.posts if p.chat in ("direct:u-stranger", "group:other-group")]
         assert driver.acked, "pushes were not acknowledged"
         assert GROUP in driver.typing  # the reply heartbeat while the answer was written
         assert all(b["auth_info"]["token"] and b["device_info"]["instance_id"] == "17" for b in driver.bound)

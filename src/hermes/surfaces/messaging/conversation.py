@@ -171,6 +171,12 @@ class ChatConversation:
 
     # -- HostListener -----------------------------------------------------------------------------------
 
+    def agent_opened(self, session: LiveSession, agent: Any) -> None:
+        """The session's tools learn which chat they answer in (platform tools scope themselves by it)."""
+        from hermes.tools.context import CHAT_ORIGIN_KEY
+
+        agent.state[CHAT_ORIGIN_KEY] = (self.adapter.name, self.chat)
+
     def on_event(self, session: LiveSession, event: Event) -> None:
         if isinstance(event, TextDelta):
             if self.stream is not None:

@@ -3,6 +3,11 @@
 Group queries and sends go over the gateway's connected Yuanbao adapter (``link``); the sticker
 search reads the built-in catalog (``stickers``). Chats are written as the gateway writes them:
 ``direct:<user id>`` and ``group:<group code>``.
+
+Each call is scoped to the chat the session answers in (``chat_origin``), on that chat's own bot: group
+queries only about the group the session is in, direct messages only to the person of a direct chat or
+to a member of the session's group, stickers only to those chats. Anyone admitted to one chat cannot
+read another group's members or make the bot write to strangers.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from hermes.errors import HermesError, ToolError
+from hermes.tools.context import chat_origin
 from hermes.tools.registry import registry
 from hermes.tools.yuanbao import stickers
 from hermes.tools.yuanbao.link import YuanbaoLink, active
@@ -28,12 +34,45 @@ def _available() -> tuple[bool, str] | bool:
                                                      "with a yuanbao table under gateway.platforms)")
 
 
-def _link() -> YuanbaoLink:
-    found = active()
+def _link(kw: dict[str, Any]) -> YuanbaoLink:
+    """The connected bot of the chat the session answers in."""
+    platform, _ = _origin(kw)
+    found = active(platform)
     if found is None:
         raise ToolError("Yuanbao is not connected: these tools work inside `hermes gateway run` while a "
                         "yuanbao platform is connected")
     return found
+
+
+def _origin(kw: dict[str, Any]) -> tuple[str, str]:
+    origin = chat_origin(kw)
+    if origin is None or active(origin[0]) is None:
+        raise ToolError("Yuanbao is not connected here, or this session is not one of its chats: these tools "
+                        "answer only in a Yuanbao chat of `hermes gateway run`")
+    return origin
+
+
+def _own_group(args: dict[str, Any], kw: dict[str, Any]) -> str:
+    """The group the arguments name, which must be the group the session answers in."""
+    code = _group(args)
+    _, chat = _origin(kw)
+    if chat != f"group:{code}":
+        raise ToolError("only the group this chat is in can be looked at" if chat.startswith("group:")
+                        else "group information is available only inside that group's chat")
+    return code
+
+
+async def _may_write_to(user_id: str, kw: dict[str, Any]) -> None:
+    """A direct message only to the person of this direct chat, or to a member of this group."""
+    _, chat = _origin(kw)
+    if chat == f"direct:{user_id}":
+        return
+    if chat.startswith("group:"):
+        members = await _call(_link(kw).group_members(chat.removeprefix("group:")))
+        if any(str(m.get("user_id")) == user_id for m in members):
+            return
+        raise ToolError(f"{user_id} is not a member of this group: direct messages go only to its members")
+    raise ToolError("in a direct chat, direct messages go only to the person of that chat")
 
 
 async def _call(waiting: Awaitable[T]) -> T:
@@ -62,25 +101,25 @@ def _member(raw: dict[str, Any], mention: bool) -> dict[str, Any]:
 
 
 async def query_group_info(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    code = _group(args)
-    info = await _call(_link().group_info(code))
+    code = _own_group(args, kw)
+    info = await _call(_link(kw).group_info(code))
     return {"group_code": code, "group_name": info.get("group_name", ""),
             "member_count": int(info.get("group_size") or 0),
             "owner": {"user_id": info.get("group_owner_user_id", ""),
                       "nickname": info.get("group_owner_nickname", "")}}
 
 
-async def _members(code: str) -> list[dict[str, Any]]:
-    return await _call(_link().group_members(code))
+async def _members(code: str, kw: dict[str, Any]) -> list[dict[str, Any]]:
+    return await _call(_link(kw).group_members(code))
 
 
 async def query_group_members(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    code = _group(args)
+    code = _own_group(args, kw)
     action = str(args.get("action") or "list_all")
     if action not in ("find", "list_bots", "list_all"):
         raise ToolError("action must be find, list_bots or list_all")
     mention = bool(args.get("mention", False))
-    members = [_member(m, mention) for m in await _members(code)]
+    members = [_member(m, mention) for m in await _members(code, kw)]
     if action == "find":
         name = str(args.get("name") or "").strip().lower()
         if not name:
@@ -109,7 +148,8 @@ async def send_dm(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         name = str(args.get("name") or "").strip().lower()
         if not (name and group_code):
             raise ToolError("give user_id, or group_code and the person's name in that group")
-        members = [_member(m, False) for m in await _members(group_code)]
+        group_code = _own_group({"group_code": group_code}, kw)
+        members = [_member(m, False) for m in await _members(group_code, kw)]
         exact = [m for m in members if m["nickname"].lower() == name]
         close = exact or [m for m in members if name in m["nickname"].lower()]
         if len(close) != 1:
@@ -117,7 +157,8 @@ async def send_dm(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             raise ToolError(f"no member of group {group_code} is called {args.get('name')!r}" if not close
                             else f"{len(close)} members match {args.get('name')!r}: {named}; give user_id")
         user_id = str(close[0]["user_id"])
-    sent = await _call(_link().send_dm(user_id, message, group_code))
+    await _may_write_to(user_id, kw)
+    sent = await _call(_link(kw).send_dm(user_id, message, group_code))
     return {"sent": True, "chat_id": f"direct:{user_id}", "message_id": sent}
 
 
@@ -138,7 +179,11 @@ async def send_sticker(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     chat = str(args.get("chat_id") or "").strip()
     if not (chat.startswith("direct:") or chat.startswith("group:")) or len(chat.split(":", 1)[1]) == 0:
         raise ToolError("chat_id must be direct:<user id> or group:<group code>")
-    sent = await _call(_link().send_sticker(chat, sticker, str(args.get("reply_to") or "")))
+    if chat != _origin(kw)[1]:
+        if not chat.startswith("direct:"):
+            raise ToolError("stickers go only to this chat (or to a member of this group directly)")
+        await _may_write_to(chat.removeprefix("direct:"), kw)
+    sent = await _call(_link(kw).send_sticker(chat, sticker, str(args.get("reply_to") or "")))
     return {"sent": True, "chat_id": chat, "sticker": sticker["name"], "message_id": sent}
 
 
