@@ -29,9 +29,11 @@ def endpoint() -> Iterator[str]:
     process = subprocess.Popen(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-address=127.0.0.1",
          "--remote-debugging-port=0", f"--user-data-dir={profile}", "--no-first-run",
-         # names that only this browser resolves (to loopback): hermes cannot judge them by name, only by
-         # the address the browser got the response from
-         "--host-resolver-rules=MAP *.hop.test 127.0.0.1", "about:blank"],
+         # names that only this browser resolves: hermes cannot judge them by name, only by the address the
+         # browser got the response from. *.side.test is a second site (its iframes run in a process of
+         # their own); 0.0.0.0 is never allowed, yet it reaches this machine's loopback servers
+         "--host-resolver-rules=MAP *.hop.test 127.0.0.1, MAP *.side.test 127.0.0.1, "
+         "MAP *.zero.test 0.0.0.0", "about:blank"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     port = None
@@ -161,6 +163,34 @@ def test_a_name_only_the_endpoint_browser_resolves_is_judged_by_its_address(tmp_
         assert "snapshot" not in opened
         # the page was left for about:blank: nothing of it is left to read
         assert call(session, "browser_snapshot")["url"] == "about:blank"
+    finally:
+        close(session)
+
+
+def test_a_cross_site_iframe_chain_is_judged_by_the_address_of_every_frame(tmp_path: Path, pages: PageServer,
+                                                                          endpoint: str) -> None:
+    """top page → site B's iframe → a frame served from 0.0.0.0: B and its frame run in processes of their
+    own (out-of-process iframes), which the top page's CDP session never sees; the nested frame's address
+    is judged all the same and nothing of it reaches the model."""
+    pages.routes["/oopif-top"] = html(f"<title>Top</title><iframe src='http://b.side.test:{pages.port}/oopif-mid'>"
+                                      "</iframe>")
+    pages.routes["/oopif-mid"] = html(f"<p>mid</p><iframe src='http://c.zero.test:{pages.port}/oopif-deep'></iframe>")
+    pages.routes["/oopif-deep"] = html("<p>deep-private-text</p>")
+    loose = BrowserHarness(tmp_path, pages)  # loopback allowed: only the 0.0.0.0 frame may be refused
+    loose.configure(f"browser:\n  cdp_url: {endpoint}\n  allow_private_urls: true\n")
+    session = loose.session()
+    try:
+        opened = call(session, "browser_navigate", url=f"http://top.hop.test:{pages.port}/oopif-top")
+        assert "c.zero.test was served from 0.0.0.0" in opened.get("error", ""), opened
+        assert "deep-private-text" not in str(opened)
+        assert call(session, "browser_snapshot")["url"] == "about:blank"
+        # a redirect of the iframe's own image to the metadata address is refused the same way
+        pages.routes["/oopif-top-hop"] = html(f"<iframe src='http://b.side.test:{pages.port}/oopif-mid-hop'></iframe>")
+        pages.routes["/oopif-mid-hop"] = html("<p>mid-text</p><img src='/oopif-hop'>")
+        pages.routes["/oopif-hop"] = (302, {"Location": "http://169.254.169.254/latest/meta-data/"}, b"")
+        hopped = call(session, "browser_navigate", url=f"http://top.hop.test:{pages.port}/oopif-top-hop")
+        assert "169.254.169.254" in hopped.get("error", ""), hopped
+        assert "mid-text" not in str(hopped)
     finally:
         close(session)
 

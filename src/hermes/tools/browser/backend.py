@@ -38,7 +38,17 @@ from hermes.errors import ToolError
 from hermes.tools.browser.guard import address_refusal, policy_of, served_refusal, url_refusal
 
 if TYPE_CHECKING:
-    from playwright.async_api import Browser, BrowserContext, CDPSession, Dialog, Download, Page, Playwright, Route
+    from playwright.async_api import (
+        Browser,
+        BrowserContext,
+        CDPSession,
+        Dialog,
+        Download,
+        Page,
+        Playwright,
+        Response,
+        Route,
+    )
 
     from hermes.net.fence import NetworkFence
     from hermes.tools.browser.config import BrowserConfig
@@ -481,8 +491,15 @@ async def _guard_remote(tab: Tab, page: Page) -> None:
     """The checks of a page in a browser that is not behind our fence (CDP endpoint, cloud): every request
     the page makes (:func:`_screen`), and every redirect hop (:func:`_judge_hop`) — a route sees only the
     first request of a redirect chain, so responses are held at the response stage over a CDP session of
-    our own and a 3xx whose ``Location`` is refused fails before the browser follows it."""
+    our own and a 3xx whose ``Location`` is refused fails before the browser follows it.
+
+    That CDP session sees the top page's own process only: a cross-site iframe runs in a process of its
+    own (an out-of-process iframe), whose responses — its document, images, fetch() calls, nested frames —
+    reach Playwright over the iframe's target, never that session. So every response of every frame is
+    also judged from Playwright's page-wide ``response`` event by the address it came from
+    (:func:`_judge_frame_response`)."""
     await page.route("**/*", lambda route: _screen(tab, route))
+    page.on("response", lambda response: tab.spawn(_judge_frame_response(tab, page, response)))
     try:
         session = await tab.context.new_cdp_session(page)
         session.on("Fetch.requestPaused", lambda event: tab.spawn(_judge_hop(tab, session, event)))
@@ -504,11 +521,40 @@ def _judge_served(tab: Tab, page: Page, event: dict[str, Any], response: Any) ->
     why = served_refusal(url, str(response.get("remoteIPAddress") or ""), allow_private=tab.config.allow_private_urls)
     if why is None:
         return
-    tab.blocked.append((url[:300], why))
+    if (url[:300], why) not in tab.blocked:  # the top page's process reports it twice
+        tab.blocked.append((url[:300], why))
     tab.served_refused = (url, why)
     if event.get("type") == "Document" and tab.main_refused is None:
         tab.main_refused = (url, why)
     tab.spawn(_blank(page))
+
+
+async def _judge_frame_response(tab: Tab, page: Page, response: Response) -> None:
+    """A response of any frame or worker of a remote page (Playwright reports those of out-of-process
+    iframes too), judged by the address the remote browser got it from; a refused one blanks the page like
+    :func:`_judge_served`. A redirect whose ``Location`` is refused counts as refused too (the hop itself
+    is failed before it is followed only in the top page's process, by :func:`_judge_hop`)."""
+    from urllib.parse import urljoin
+
+    served, location, top = None, None, False
+    with contextlib.suppress(Exception):  # the page went away
+        served = await response.server_addr()
+        if 300 <= response.status < 400:
+            location = await response.header_value("location")
+    with contextlib.suppress(Exception):  # a worker's response has no frame
+        top = response.request.resource_type == "document" and response.frame is page.main_frame
+    remote = str(served.get("ipAddress") or "") if served else ""
+    _judge_served(tab, page, {"type": "Document" if top else "Other"},
+                  {"url": response.url, "remoteIPAddress": remote})
+    if location:
+        target = urljoin(response.url, location)
+        allow = tab.config.allow_private_urls
+        why = url_refusal(target, allow_private=allow, navigation=False) or await address_refusal(
+            target, allow_private=allow)
+        if why is not None:
+            tab.blocked.append((target[:300], why))
+            tab.served_refused = (target, f"{response.url[:200]} led there: {why}")
+            await _blank(page)
 
 
 async def _blank(page: Page) -> None:
@@ -519,9 +565,11 @@ async def _blank(page: Page) -> None:
 async def refuse_served(tab: Tab) -> None:
     """Raise when a remote browser's page got a response from an address that is not allowed since the last
     check: whatever a tool read of the page may hold it (the page itself is blanked already)."""
-    if tab.owns_context or tab.served_refused is None:
+    if tab.owns_context:
         return
-    await tab.drain()
+    await tab.drain()  # the judgments of responses still in flight (frame-wide ones are async)
+    if tab.served_refused is None:
+        return
     (url, why), tab.served_refused = tab.served_refused, None
     raise ToolError(f"refused: the page got {url[:200]}, which is not shown: {why} (the page is closed: about:blank)")
 
