@@ -259,6 +259,22 @@ def test_the_redirect_uri_must_be_the_gateways_callback(tmp_path: Path) -> None:
     assert provider.redirect_uri == "https://gw.example/relay/connector/v1/connectors/oauth/callback"
 
 
+def test_an_mcp_app_cannot_have_an_oauth_provider(tmp_path: Path) -> None:
+    # an MCP app's server runs with the operator's env credentials: OAuth users would act as the operator
+    from hermes.errors import ConfigError
+    from hermes.toolgateway.config import load_config
+
+    oauth = {"authorize_url": "https://p.example/a", "token_url": "https://p.example/t", "client_id": "c"}
+    mcp = {"command": sys.executable, "args": ["-c", "pass"], "env": {"MAIL_TOKEN": "operator-token"}}
+    with pytest.raises(ConfigError, match=r"connectors\.apps\.mail has both mcp and oauth.*operator"):
+        load_config(None, overrides={"public_url": "https://gw.example",
+                                     "connectors": {"apps": {"mail": {"mcp": mcp, "oauth": oauth}}}},
+                    env={}, home=tmp_path)
+    config = load_config(None, overrides={"public_url": "https://gw.example",
+                                          "connectors": {"apps": {"mail": {"mcp": mcp}}}}, env={}, home=tmp_path)
+    assert config.connector_apps["mail"].oauth is None and config.connector_apps["mail"].mcp is not None
+
+
 def test_hermes_connectors_connect_walks_the_flow_and_reconnects(world: World, hermes_home: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import os
