@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import socket
 import sys
 import time
@@ -94,17 +95,40 @@ class World:
         self.texts.append(resp.text + json.dumps(dict(resp.headers)))
         return resp
 
+    def press_start(self, url: str, browser: httpx.Client) -> tuple[httpx.Response, httpx.Response]:
+        """The start page and its button; (the page, the redirect to the provider)."""
+        page = self.browse(url, browser)
+        if page.status_code == 200 and "<form" in page.text:  # the page naming who gets the account
+            ticket = re.search(r"name=ticket value='([^']+)'", page.text)
+            assert ticket is not None, page.text
+            resp = browser.post(url.partition("?")[0], data={"ticket": ticket.group(1)})
+            self.texts.append(resp.text + json.dumps(dict(resp.headers)))
+        else:
+            resp = page
+        assert resp.status_code in (302, 303), resp.text
+        return page, resp
+
+    def sign_in(self, url: str, browser: httpx.Client) -> list[httpx.Response]:
+        """The browser's half: the start page (and its button), the provider, the callback page."""
+        page, resp = self.press_start(url, browser)
+        at_provider = self.browse(resp.headers["location"], browser)
+        assert at_provider.status_code == 302
+        done = self.browse(at_provider.headers["location"], browser)
+        return [page, resp, at_provider, done]
+
     def connect(self, token: str, body: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[httpx.Response]]:
-        """Start a flow and walk its browser half; (the flow's final status, the browser's answers)."""
+        """Start a flow, walk its browser half and confirm with the code the page shows; (the flow's final
+        status, the browser's answers)."""
         begun = self.api("POST", "/v1/connectors/gmail/connect", token, body or {}).json()
         with httpx.Client(timeout=30) as browser:
-            start = self.browse(begun["url"], browser)
-            assert start.status_code == 302, start.text
-            at_provider = self.browse(start.headers["location"], browser)
-            assert at_provider.status_code == 302
-            done = self.browse(at_provider.headers["location"], browser)
-        status = self.api("GET", f"/v1/connectors/connect/{begun['connect_id']}", token).json()
-        return status, [start, at_provider, done]
+            pages = self.sign_in(begun["url"], browser)
+        path = f"/v1/connectors/connect/{begun['connect_id']}"
+        assert self.api("GET", path, token).json()["status"] == "awaiting_confirmation"
+        confirmed = self.api("POST", path + "/confirm", token, {"code": code_of(pages[-1])})
+        assert confirmed.status_code == 200, confirmed.text
+        status = self.api("GET", path, token).json()
+        assert status == confirmed.json()
+        return status, pages
 
     def call(self, token: str, account: str, q: str = "invoice") -> httpx.Response:
         return self.api("POST", "/v1/connectors/gmail/actions/search_messages", token,
@@ -120,6 +144,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         w.close()
 
 
+def code_of(page: httpx.Response) -> str:
+    """The confirmation code a callback page shows."""
+    found = re.search(r"monospace[^>]*>([A-Z2-9]{4}-[A-Z2-9]{4})<", page.text)
+    assert found is not None, page.text
+    return found.group(1)
+
+
 def _person(world: World) -> tuple[int, str]:
     name = f"u{time.monotonic_ns()}"
     user = world.gw.user(name, "paid")
@@ -130,11 +161,15 @@ def test_connect_call_refresh_before_lapse_and_after_restart_then_reconnect(worl
                                                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     user_id, token = _person(world)
-    status, (start, _, done) = world.connect(token, {"name": "work"})
+    status, (page, start, _, done) = world.connect(token, {"name": "work"})
     assert status["status"] == "connected", status
     account = status["account"]
     assert (account["name"], account["display_name"], account["status"]) == ("work", "alice@work.example", "active")
-    assert done.status_code == 200 and "Gmail connected" in done.text
+    assert done.status_code == 200 and "Type this code into Hermes" in done.text and "alice@work.example" in done.text
+    # the start page names the Hermes user who gets the account and waits for its button
+    assert page.status_code == 200 and "location" not in page.headers and "<form method=post" in page.text
+    name = world.gw.side.conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()[0]
+    assert f"the Hermes account {name}" in page.text
     # the authorization request: the configured redirect URI, PKCE S256, the configured scopes and extras
     query = world.provider.authorize_queries[-1]
     assert query["redirect_uri"] == world.redirect and query["code_challenge_method"] == "S256"
@@ -200,10 +235,16 @@ def test_state_is_single_use_bound_to_the_browser_and_the_user(world: World) -> 
     begun = world.api("POST", "/v1/connectors/gmail/connect", token, {"name": "home"}).json()
     # the flow's id answers only the person who started it
     assert world.api("GET", f"/v1/connectors/connect/{begun['connect_id']}", other).status_code == 404
+    start_url, ticket = begun["url"].partition("?")[0], parse_qs(urlsplit(begun["url"]).query)["ticket"][0]
     with httpx.Client(timeout=30) as browser:
-        start = browser.get(begun["url"])
-        assert start.status_code == 302
-        assert browser.get(begun["url"]).status_code == 400  # the ticket works once
+        assert browser.get(begun["url"]).status_code == 200  # the page only: opening it twice is harmless
+        # its button posted from another site (a page auto-submitting the form) is refused
+        assert browser.post(start_url, data={"ticket": ticket}, headers={"sec-fetch-site": "cross-site"}
+                            ).status_code == 403
+        start = browser.post(start_url, data={"ticket": ticket})
+        assert start.status_code == 303
+        assert browser.post(start_url, data={"ticket": ticket}).status_code == 400  # the ticket works once
+        assert browser.get(begun["url"]).status_code == 400
         back = browser.get(start.headers["location"]).headers["location"]
     assert urlsplit(back)._replace(query="").geturl() == world.redirect
     with httpx.Client(timeout=30) as stranger:  # another browser (no cookie) brings the code back: refused
@@ -219,7 +260,7 @@ def test_state_is_single_use_bound_to_the_browser_and_the_user(world: World) -> 
     # a provider that refuses: the flow fails with its error code only
     denied = world.api("POST", "/v1/connectors/gmail/connect", token, {}).json()
     with httpx.Client(timeout=30) as browser:
-        start = browser.get(denied["url"])
+        start = world.press_start(denied["url"], browser)[1]
         state = parse_qs(urlsplit(start.headers["location"]).query)["state"][0]
         page = browser.get(world.redirect, params={"error": "access_denied<script>", "state": state})
     assert page.status_code == 400 and "<script>" not in page.text and "access_denied" in page.text
@@ -232,6 +273,67 @@ def test_state_is_single_use_bound_to_the_browser_and_the_user(world: World) -> 
                      {"redirect_uri": "https://evil.example/cb"}).json()["code"] == "invalid_request"
     with httpx.Client(timeout=30) as browser:
         assert browser.get(world.redirect, params={"code": "x", "state": "made-up"}).status_code == 400
+
+
+def test_only_the_client_that_started_can_confirm_with_the_code(world: World) -> None:
+    _, token = _person(world)
+    _, other = _person(world)
+    begun = world.api("POST", "/v1/connectors/gmail/connect", token, {"name": "codes"}).json()
+    path = f"/v1/connectors/connect/{begun['connect_id']}"
+    early = world.api("POST", path + "/confirm", token, {"code": "AAAA-AAAA"})
+    assert early.status_code == 409 and early.json()["code"] == "not_awaiting_confirmation"
+    with httpx.Client(timeout=30) as browser:
+        code = code_of(world.sign_in(begun["url"], browser)[-1])
+    assert world.api("POST", path + "/confirm", other, {"code": code}).status_code == 404  # another user
+    assert world.api("POST", path + "/confirm", token, {"code": 12345678}).json()["code"] == "invalid_request"
+    wrong = world.api("POST", path + "/confirm", token, {"code": "AAAA-AAAA" if code != "AAAA-AAAA" else "BBBBBBBB"})
+    assert wrong.status_code == 400 and wrong.json()["code"] == "wrong_code" and wrong.json()["attempts_left"] == 4
+    assert world.api("GET", "/v1/connectors/gmail/accounts", token).json()["accounts"] == []
+    # typed in lower case without the dash: still the code
+    done = world.api("POST", path + "/confirm", token, {"code": code.replace("-", "").lower()})
+    assert done.status_code == 200 and done.json()["status"] == "connected", done.text
+    assert done.json()["account"]["name"] == "codes"
+    again = world.api("POST", path + "/confirm", token, {"code": code})  # single use
+    assert again.status_code == 409 and again.json()["code"] == "not_awaiting_confirmation"
+
+    # the code lapses with the flow, ten minutes after connect
+    late = world.api("POST", "/v1/connectors/gmail/connect", token, {}).json()
+    with httpx.Client(timeout=30) as browser:
+        code = code_of(world.sign_in(late["url"], browser)[-1])
+    world.clock.offset += 601
+    try:
+        lapsed = world.api("POST", f"/v1/connectors/connect/{late['connect_id']}/confirm", token, {"code": code})
+    finally:
+        world.clock.offset -= 601
+    assert lapsed.status_code in (404, 410), lapsed.text
+    assert len(world.api("GET", "/v1/connectors/gmail/accounts", token).json()["accounts"]) == 1
+
+
+def test_a_link_opened_by_someone_else_connects_nothing_for_the_sender(world: World) -> None:
+    # login CSRF: the attacker starts a flow with their own token and sends the link to the victim, who
+    # signs in at the provider in their own browser; the victim's mailbox must not land under the attacker
+    attacker_id, attacker = _person(world)
+    begun = world.api("POST", "/v1/connectors/gmail/connect", attacker, {"name": "stolen"}).json()
+    world.provider.login = "victim@corp.example"
+    with httpx.Client(timeout=30) as victim_browser:
+        pages = world.sign_in(begun["url"], victim_browser)
+    path = f"/v1/connectors/connect/{begun['connect_id']}"
+    status = world.api("GET", path, attacker).json()
+    assert status["status"] == "awaiting_confirmation" and "account" not in status, status
+    assert "victim@corp.example" not in json.dumps(status)
+    assert world.api("GET", "/v1/connectors/gmail/accounts", attacker).json()["accounts"] == []
+    # without the code the victim's page shows, five guesses end the flow and drop the victim's tokens
+    answers = [world.api("POST", path + "/confirm", attacker, {"code": guess}).json()["code"]
+               for guess in ("AAAA-AAAA", "BBBB-BBBB", "CCCC-CCCC", "DDDD-DDDD", "EEEE-EEEE")]
+    assert answers == ["wrong_code"] * 4 + ["too_many_wrong_codes"]
+    assert world.api("GET", path, attacker).json()["status"] == "failed"
+    late = world.api("POST", path + "/confirm", attacker, {"code": code_of(pages[-1])})
+    assert late.status_code == 409
+    rows = world.gw.side.conn.execute("SELECT COUNT(*) FROM connector_accounts WHERE user_id = ?",
+                                      (attacker_id,)).fetchone()[0]
+    held = world.gw.side.conn.execute("SELECT COUNT(*) FROM relay_jobs WHERE namespace = 'connector-connect' "
+                                      "AND job_id = ?", ("k:" + begun["connect_id"],)).fetchone()[0]
+    assert rows == 0 and held == 0
 
 
 def test_the_redirect_uri_must_be_the_gateways_callback(tmp_path: Path) -> None:
@@ -259,6 +361,22 @@ def test_the_redirect_uri_must_be_the_gateways_callback(tmp_path: Path) -> None:
     assert provider.redirect_uri == "https://gw.example/relay/connector/v1/connectors/oauth/callback"
 
 
+def test_an_mcp_app_cannot_have_an_oauth_provider(tmp_path: Path) -> None:
+    # an MCP app's server runs with the operator's env credentials: OAuth users would act as the operator
+    from hermes.errors import ConfigError
+    from hermes.toolgateway.config import load_config
+
+    oauth = {"authorize_url": "https://p.example/a", "token_url": "https://p.example/t", "client_id": "c"}
+    mcp = {"command": sys.executable, "args": ["-c", "pass"], "env": {"MAIL_TOKEN": "operator-token"}}
+    with pytest.raises(ConfigError, match=r"connectors\.apps\.mail has both mcp and oauth.*operator"):
+        load_config(None, overrides={"public_url": "https://gw.example",
+                                     "connectors": {"apps": {"mail": {"mcp": mcp, "oauth": oauth}}}},
+                    env={}, home=tmp_path)
+    config = load_config(None, overrides={"public_url": "https://gw.example",
+                                          "connectors": {"apps": {"mail": {"mcp": mcp}}}}, env={}, home=tmp_path)
+    assert config.connector_apps["mail"].oauth is None and config.connector_apps["mail"].mcp is not None
+
+
 def test_hermes_connectors_connect_walks_the_flow_and_reconnects(world: World, hermes_home: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     import os
@@ -268,25 +386,40 @@ def test_hermes_connectors_connect_walks_the_flow_and_reconnects(world: World, h
     monkeypatch.setenv("CONNECTOR_GATEWAY_URL", world.gw.relay_url("connector"))
     monkeypatch.setenv("TOOL_GATEWAY_USER_TOKEN", token)
 
-    def run(*extra: str) -> str:
+    def run(*extra: str, typo: bool = False) -> str:
         proc = subprocess.Popen([sys.executable, "-m", "hermes", "connectors", "connect", "gmail", "--no-browser",
-                                 *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=dict(os.environ))
+                                 *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=dict(os.environ))
         assert proc.stdout is not None
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         url = lines[1].strip()
         assert url.startswith("http://127.0.0.1:") and "/oauth/start?ticket=" in url, lines
-        with httpx.Client(timeout=30) as browser:  # the person's browser signs in
-            at_provider = browser.get(url).headers["location"]
-            browser.get(browser.get(at_provider).headers["location"])
-        out, _ = proc.communicate(timeout=60)
+        with httpx.Client(timeout=30) as browser:  # the person's browser signs in and shows the code
+            code = code_of(world.sign_in(url, browser)[-1])
+        typed = ("ZZZZ-ZZZZ\n" if typo and code != "ZZZZ-ZZZZ" else "") + code + "\n"  # the person types it
+        out, _ = proc.communicate(typed, timeout=60)
         assert proc.returncode == 0, "".join(lines) + out
+        assert "Type the confirmation code the browser shows" in out
         return out
 
     world.provider.login = "alice@home.example"
-    assert "Connected the Gmail account home (alice@home.example)." in run("--name", "home")
+    out = run("--name", "home", typo=True)
+    assert "Connected the Gmail account home (alice@home.example)." in out and "4 tries left" in out
     world.provider.login = "alice@home.example (again)"
     out = run("--replaces", "home")
     assert "Connected the Gmail account home (alice@home.example (again))." in out and "is retired" in out
     listed = world.api("GET", "/v1/connectors/gmail/accounts", token).json()["accounts"]
     assert sorted((a["name"], a["status"]) for a in listed) == [("home", "active"), ("home", "retired")]
+
+    # no code typed (stdin closed): nothing is connected and the command says so
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "connectors", "connect", "gmail", "--no-browser",
+                             "--name", "nocode"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+    assert proc.stdout is not None
+    url = [proc.stdout.readline(), proc.stdout.readline()][1].strip()
+    with httpx.Client(timeout=30) as browser:
+        world.sign_in(url, browser)
+    out, _ = proc.communicate("", timeout=60)
+    assert proc.returncode != 0 and "no confirmation code was typed" in out, out
+    listed = world.api("GET", "/v1/connectors/gmail/accounts", token).json()["accounts"]
+    assert "nocode" not in {a["name"] for a in listed}

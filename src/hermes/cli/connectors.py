@@ -5,8 +5,9 @@
 * ``hermes connectors rename APP ACCOUNT NEW`` — ACCOUNT is the current name, the display name of an
   unnamed account, or its id; needs a portal that supports renaming;
 * ``hermes connectors connect APP [--name N] [--replaces ACCOUNT] [--no-browser]`` — connect an account
-  through the app's sign-in page (the gateway runs the OAuth flow; this command opens the page and waits
-  up to ten minutes for it to finish); ``--replaces`` reconnects a broken account under its name and
+  through the app's sign-in page (the gateway runs the OAuth flow; this command opens the page, waits up
+  to ten minutes for the sign-in, then asks for the confirmation code the page shows — only this command,
+  with your token, can finish the flow); ``--replaces`` reconnects a broken account under its name and
   retires the old one;
 * ``hermes connectors remove APP ACCOUNT [--yes]`` — deletes one account after a confirmation. This
   command is the only way accounts are deleted: the agent has no tool for it.
@@ -17,7 +18,7 @@ Only argparse is imported at module level.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes.cli.common import confirmed
 
@@ -177,6 +178,8 @@ def _connect(client: ConnectorClient, args: argparse.Namespace) -> int:
     until = time.monotonic() + POLL_FOR
     while time.monotonic() < until:
         status = client.connect_status(str(begun["connect_id"]))
+        if status.get("status") == "awaiting_confirmation":
+            status = _confirm(client, str(begun["connect_id"]), title)
         if status.get("status") == "connected":
             account = status.get("account") or {}
             label = account.get("name") or account.get("display_name") or "account"
@@ -191,3 +194,20 @@ def _connect(client: ConnectorClient, args: argparse.Namespace) -> int:
             raise ConnectorError(f"the {title} account was not connected: {status.get('error', 'the sign-in failed')}")
         time.sleep(POLL_EVERY)
     raise ConnectorError(f"the {title} sign-in did not finish within ten minutes; run the command again")
+
+
+def _confirm(client: ConnectorClient, connect_id: str, title: str) -> dict[str, Any]:
+    """Ask for the code the browser page shows until the gateway takes it (it allows five tries)."""
+    from hermes.connectors.accounts import ConnectorError
+
+    while True:
+        try:
+            code = input(f"Signed in at {title}. Type the confirmation code the browser shows: ")
+        except EOFError:
+            raise ConnectorError(f"the {title} account was not connected: no confirmation code was typed") from None
+        try:
+            return client.connect_confirm(connect_id, code.strip())
+        except ConnectorError as exc:
+            if exc.code != "wrong_code":
+                raise
+            print(str(exc).removeprefix("connector gateway: "), flush=True)

@@ -215,8 +215,14 @@ class ConnectorClient:
         return self.request("POST", f"/v1/connectors/{quote(_check_app(app))}/connect", body)
 
     def connect_status(self, connect_id: str) -> dict[str, Any]:
-        """``{"status": "pending" | "connected" | "failed", "account"?, "error"?}`` of a flow this user started."""
+        """``{"status": "pending" | "awaiting_confirmation" | "connected" | "failed", "account"?, "error"?}`` of a
+        flow this user started."""
         return self.request("GET", f"/v1/connectors/connect/{quote(connect_id, safe='')}")
+
+    def connect_confirm(self, connect_id: str, code: str) -> dict[str, Any]:
+        """Finish a flow with the code its browser page showed; the flow's status (``connected``, the account).
+        A wrong code: ConnectorError ``wrong_code`` (five tries in all)."""
+        return self.request("POST", f"/v1/connectors/connect/{quote(connect_id, safe='')}/confirm", {"code": code})
 
     @staticmethod
     def _one(data: Mapping[str, Any], key: str) -> Account:

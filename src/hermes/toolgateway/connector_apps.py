@@ -291,6 +291,10 @@ def app_configs(table: Mapping[str, Any], base: Path, env: Mapping[str, str] | N
                               "or an [mcp] table (the MCP server the gateway runs for the app)")
         if spec and mcp is not None:
             raise ConfigError(f"gateway config: connectors.apps.{app} has both openapi and mcp; give one")
+        if mcp is not None and read.value("oauth") is not None:
+            raise ConfigError(f"gateway config: connectors.apps.{app} has both mcp and oauth; give one. An MCP "
+                              "app's server runs with the operator's own credentials (its env), never an "
+                              "account's token, so every OAuth-connected user would act as the operator")
         path = Path(spec).expanduser() if spec else None
         oauth = (provider_config(read.table("oauth"), env or {}, default_redirect)
                  if read.value("oauth") is not None else None)

@@ -24,7 +24,8 @@ The actions are described by OpenAPI documents in the gateway config, or listed 
 gateway runs for the app, and run by :mod:`.connector_actions` (metered, with the gateway-held 5-minute
 deadline). Accounts are connected by their holders through the app's OAuth2 provider
 (:mod:`.connector_connect`: ``POST /v1/connectors/{app}/connect``, then the browser's
-``/v1/connectors/oauth/start`` and ``/callback``), or recorded by the operator with a token
+``/v1/connectors/oauth/start`` and ``/callback``, then the client's ``…/connect/{id}/confirm`` with the code
+the browser showed), or recorded by the operator with a token
 (``hermes toolgateway connectors add … --token-env``).
 """
 
@@ -68,7 +69,9 @@ ENDPOINTS: tuple[tuple[str, str], ...] = (
     ("POST", "/v1/connectors/{app}/actions/{action}"),
     ("POST", "/v1/connectors/{app}/connect"),
     ("GET", "/v1/connectors/connect/{connect_id}"),
+    ("POST", "/v1/connectors/connect/{connect_id}/confirm"),
     ("GET", "/v1/connectors/oauth/start"),
+    ("POST", "/v1/connectors/oauth/start"),
     ("GET", "/v1/connectors/oauth/callback"),
 )
 #: the browser's half of the connect flow: no gateway token (the flow's state and cookie bind it)
@@ -89,10 +92,14 @@ def _route(path: str) -> tuple[str, tuple[str, ...], str | None, str | None]:
             return "all", ("GET",), None, None
         if rest == ["apps"]:
             return "apps", ("GET",), None, None
-        if rest in (["oauth", "start"], ["oauth", "callback"]):
-            return f"oauth_{rest[1]}", ("GET",), None, None
+        if rest == ["oauth", "start"]:
+            return "oauth_start", ("GET", "POST"), None, None
+        if rest == ["oauth", "callback"]:
+            return "oauth_callback", ("GET",), None, None
         if len(rest) == 2 and rest[0] == "connect" and rest[1].startswith("cn_"):
             return "connect_status", ("GET",), None, rest[1]
+        if len(rest) == 3 and rest[0] == "connect" and rest[1].startswith("cn_") and rest[2] == "confirm":
+            return "connect_confirm", ("POST",), None, rest[1]
         if len(rest) == 2 and rest[1] == "connect":
             return "connect", ("POST",), rest[0], None
         if len(rest) == 2 and rest[1] == "actions":
@@ -171,7 +178,8 @@ class ConnectorAPI(Relay):
             raise GatewayHTTPError(405, "method_not_allowed", f"use {', '.join(methods)} on {scope['path']}",
                                    headers={"allow": ", ".join(methods)})
         if kind in _BROWSER_KINDS:
-            return await (self.connect.start(scope) if kind == "oauth_start" else self.connect.callback(scope))
+            return await (self.connect.start(scope, receive) if kind == "oauth_start"
+                          else self.connect.callback(scope))
         principal = gw.auth.authenticate(extract_token(headers, self.token_sources))
         scope.setdefault("state", {})["gw_user"] = principal.user.uid
         self.authorize(principal)
@@ -192,6 +200,8 @@ class ConnectorAPI(Relay):
                 return await self.connect.begin(principal, self.store, str(app), body)
             if kind == "connect_status":
                 return await self.connect.status(principal, str(account_id))
+            if kind == "connect_confirm":
+                return await self.connect.confirm(principal, str(account_id), body)
             if kind == "actions":
                 return self.actions.actions(str(app))
             if kind == "action" and method == "GET":
@@ -266,6 +276,11 @@ def openapi_paths(errors: Callable[..., dict[str, Any]], prefix: str = "/relay/c
         "type": "object", "required": ["name"], "additionalProperties": False,
         "properties": {"name": {"type": "string", "pattern": NAME_PATTERN}}}}}}
     base = f"{prefix}{PREFIX}"
+    flow = {"type": "object", "required": ["connect_id", "status"], "properties": {
+        "connect_id": text, "app": text, "account": account, "error": text,
+        "status": {"type": "string", "enum": ["pending", "awaiting_confirmation", "connected", "failed"]}}}
+    flow_id = [{"name": "connect_id", "in": "path", "required": True,
+                "schema": {"type": "string", "pattern": "^cn_[0-9a-f]{24}$"}}]
     return {
         f"{base}/accounts": {"get": op("The caller's connector accounts, every app", listing)},
         f"{base}/{{app}}/accounts": {"get": op("The caller's accounts of one app", listing, 400,
@@ -288,10 +303,12 @@ def openapi_paths(errors: Callable[..., dict[str, Any]], prefix: str = "/relay/c
                 "type": "object", "additionalProperties": False, "properties": {
                     "name": {"type": "string", "pattern": NAME_PATTERN}, "replaces": text}}}}})},
         f"{base}/connect/{{connect_id}}": {"get": op(
-            "How a connect flow of yours stands: pending, connected (with the account) or failed (with why)",
-            {"type": "object", "required": ["connect_id", "status"], "properties": {
-                "connect_id": text, "app": text, "account": account, "error": text,
-                "status": {"type": "string", "enum": ["pending", "connected", "failed"]}}}, 404,
-            parameters=[{"name": "connect_id", "in": "path", "required": True,
-                         "schema": {"type": "string", "pattern": "^cn_[0-9a-f]{24}$"}}])},
+            "How a connect flow of yours stands: pending, awaiting_confirmation (the browser shows a code), "
+            "connected (with the account) or failed (with why)", flow, 404, parameters=flow_id)},
+        f"{base}/connect/{{connect_id}}/confirm": {"post": op(
+            "Finish a connect flow of yours with the code its browser page showed (five tries; the account is "
+            "stored only now)", flow, 400, 404, 409, 410, 413, parameters=flow_id,
+            requestBody={"content": {"application/json": {"schema": {
+                "type": "object", "required": ["code"], "additionalProperties": False,
+                "properties": {"code": text}}}}})},
     }

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hermes.toolgateway.storage.base import Database
@@ -75,17 +75,28 @@ class JobTable:
         data = json.loads(row[0])
         return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else None
 
-    async def take(self, job_id: str) -> tuple[str, dict[str, str]] | None:
+    async def take(self, job_id: str, owner: str | None = None) -> tuple[str, dict[str, str]] | None:
         """``(owner, data)`` of ``job_id``, deleted in the same statement (single use: of two takers, one gets
-        it); None when unknown or expired. For ids that are capabilities themselves (an OAuth ``state``)."""
-        row = self._db().execute(
-            "DELETE FROM relay_jobs WHERE namespace = ? AND job_id = ? AND expires > ? RETURNING owner, data",
-            (self.namespace, job_id, self._clock()),
-        ).fetchone()
-        if row is None:
-            return None
-        data = json.loads(row[1])
-        return str(row[0]), ({str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {})
+        it); None when unknown or expired (or, with ``owner``, held by another owner). Without ``owner``: for
+        ids that are capabilities themselves (an OAuth ``state``)."""
+        sql = "DELETE FROM relay_jobs WHERE namespace = ? AND job_id = ? AND expires > ?"
+        params: tuple[str | float, ...] = (self.namespace, job_id, self._clock())
+        if owner is not None:
+            sql, params = sql + " AND owner = ?", (*params, owner)
+        return _owned(self._db().execute(sql + " RETURNING owner, data", params).fetchone())
+
+    async def peek(self, job_id: str) -> tuple[str, dict[str, str]] | None:
+        """``(owner, data)`` of ``job_id`` without taking it; only for ids that are capabilities themselves."""
+        return _owned(self._db().execute(
+            "SELECT owner, data FROM relay_jobs WHERE namespace = ? AND job_id = ? AND expires > ?",
+            (self.namespace, job_id, self._clock())).fetchone())
+
+
+def _owned(row: Any) -> tuple[str, dict[str, str]] | None:
+    if row is None:
+        return None
+    data = json.loads(row[1])
+    return str(row[0]), ({str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {})
 
 
 __all__ = ["DEFAULT_TTL", "PURGE_EVERY", "JobTable"]
