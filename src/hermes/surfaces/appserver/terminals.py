@@ -2,10 +2,10 @@
 
 ``terminal.open`` starts the person's shell (``$SHELL``, else ``/bin/bash``) on a new pseudo-terminal in
 ``cwd`` (default: the server's working directory) and answers its id; what the shell writes reaches the
-client that opened it as ``terminal.output`` notifications (``terminal``, ``data``: the raw text) and,
-with the screen emulated on the server (:mod:`.term_screen`), as ``terminal.screen`` notifications
-(``terminal``, ``lines``, ``cursor``, ``scrolled``: what the screen shows), at most one per
-:data:`FRAME_S` while output keeps coming; its end as ``terminal.exited`` (``terminal``, ``code``).
+client that opened it as ``terminal.screen`` notifications (``terminal``, ``lines``, ``cursor``,
+``scrolled``: what the screen emulated on the server, :mod:`.term_screen`, shows), at most one per
+:data:`FRAME_S` while output keeps coming — or, without the emulator, as ``terminal.output``
+notifications (``terminal``, ``data``: the raw text); its end as ``terminal.exited`` (``terminal``, ``code``).
 ``terminal.input`` types into it (keys as the bytes a terminal sends), ``terminal.resize`` sets its size,
 ``terminal.close`` ends it. The page keeps the rendered screen: ``read_terminal`` reads it there. Every
 shell ends when the server stops.
@@ -55,9 +55,10 @@ class _Terminal:
                 break
             if not chunk:
                 break
-            with contextlib.suppress(Exception):
-                self.client.notify("terminal.output", {"terminal": self.id, "data": decoder.decode(chunk)})
-            if self.screen is not None:
+            if self.screen is None:  # plain lines: the page keeps them from the raw text
+                with contextlib.suppress(Exception):
+                    self.client.notify("terminal.output", {"terminal": self.id, "data": decoder.decode(chunk)})
+            else:
                 with self.lock:
                     self.screen.feed(chunk)
                 pending = True

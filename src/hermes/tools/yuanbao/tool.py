@@ -156,8 +156,9 @@ async def send_dm(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
             named = ", ".join(f"{m['nickname']} ({m['user_id']})" for m in close[:10])
             raise ToolError(f"no member of group {group_code} is called {args.get('name')!r}" if not close
                             else f"{len(close)} members match {args.get('name')!r}: {named}; give user_id")
-        user_id = str(close[0]["user_id"])
-    await _may_write_to(user_id, kw)
+        user_id = str(close[0]["user_id"])  # a member of this session's own group (checked above)
+    else:
+        await _may_write_to(user_id, kw)
     sent = await _call(_link(kw).send_dm(user_id, message, group_code))
     return {"sent": True, "chat_id": f"direct:{user_id}", "message_id": sent}
 
