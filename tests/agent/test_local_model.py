@@ -376,6 +376,58 @@ def test_real_prefix_saved_by_one_load_is_reused_by_the_next(gguf: Path, tmp_pat
     assert second.prefix_source == "evaluated" and len(list(tmp_path.glob("*.kv"))) == 2
 
 
+def dated(system: str, when: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": f"{system}\n\nCurrent date and time: {when} UTC"},
+            {"role": "user", "content": "What is the capital of France?"}]
+
+
+@pytest.mark.parametrize("engine", engines())
+def test_real_prefix_of_the_day_and_getting_ready_in_advance(gguf: Path, tmp_path: Path, engine: str) -> None:
+    """The prefix is saved twice: up to the clock line and up to its date. ``prepare`` (run while a person
+    types) leaves nothing for the call to evaluate but the conversation; the next process that day loads
+    the day's prefix, the next day loads the first and evaluates only the date, and every path gives the
+    reply a full evaluation gives."""
+    from hermes.agent.local_provider import LocalProvider, _close_models
+
+    system = "You are a helpful assistant. Answer briefly, in one sentence, and never call a tool. " * 4
+    today = dated(system, "2026-12-02 01:03")
+    expected = LocalProvider(local_settings(gguf), engine=engine).complete(today, None, CallOptions()).content
+    _close_models()
+    first = LocalProvider(local_settings(gguf), prefix_dir=tmp_path, engine=engine)
+    first.prepare(today, None)
+    assert first.prefix_source == "evaluated" and len(list(tmp_path.glob("*.kv"))) == 2
+    assert first.complete(today, None, CallOptions()).content == expected
+    assert first.prefix_source == ""  # already in this process's cache: nothing loaded or evaluated
+    _close_models()
+    later = LocalProvider(local_settings(gguf), prefix_dir=tmp_path, engine=engine)
+    # the bundled model is shown the date without the time: a later minute is the same prefix
+    assert later.complete(dated(system, "2026-12-02 23:59"), None, CallOptions()).content == expected
+    assert later.prefix_source == "saved" and len(list(tmp_path.glob("*.kv"))) == 2
+    _close_models()
+    tomorrow = dated(system, "2026-12-13 08:00")  # (not 12-03: the last token before a cut, its 3, is not saved)
+    fresh = LocalProvider(local_settings(gguf), engine=engine).complete(tomorrow, None, CallOptions()).content
+    _close_models()
+    next_day = LocalProvider(local_settings(gguf), prefix_dir=tmp_path, engine=engine)
+    assert next_day.complete(tomorrow, None, CallOptions()).content == fresh
+    assert next_day.prefix_source == "saved" and len(list(tmp_path.glob("*.kv"))) == 3  # the new day's, added
+
+
+def test_prefix_cuts_and_the_date_without_the_time() -> None:
+    from hermes.agent.local_provider import _prefix_cuts
+    from hermes.agent.prompt import without_time_of_day
+
+    head = "<|im_start|>system\nBe brief.\n\nCurrent date and time: 2026-12-02 01:03 UTC<|im_end|>\n"
+    clock = head.index("Current")
+    assert _prefix_cuts(head) == [clock, head.index(" 01:03")]
+    short = without_time_of_day(head)
+    assert short.endswith("Current date and time: 2026-12-02<|im_end|>\n") or "01:03" not in short
+    assert _prefix_cuts(short.replace("<|im_end|>\n", "\n") + "<|im_end|>\n") == [clock, clock + 33]
+    assert without_time_of_day("Current date and time: 2026-12-02 01:03 UTC\nWorking directory: /x") == (
+        "Current date and time: 2026-12-02\nWorking directory: /x")
+    assert _prefix_cuts("no clock here") == [len("no clock here")]
+    assert _prefix_cuts("x Current date and time: soon") == [2]  # no date to cut after
+
+
 def test_prefix_store_refuses_a_file_whose_tokens_differ_and_stays_bounded(tmp_path: Path) -> None:
     from hermes.agent.local_prefix import PrefixStore
 

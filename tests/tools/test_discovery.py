@@ -283,3 +283,24 @@ def test_entry_point_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert "ModuleNotFoundError" in reg.load_errors["entrypoint:ep_broken"]
     assert "entrypoint:ep_broken" not in loaded
     assert reg.current_source == "builtin"
+
+
+def test_discovery_and_availability_import_no_network_or_async_stack() -> None:
+    """Start-up finds every tool and checks which can run without importing asyncio, http.client, ssl or
+    httpx: those cost a tenth of a second at each start on a slow machine and are imported where used."""
+    import subprocess
+
+    script = textwrap.dedent(
+        """
+        import sys
+        from hermes.tools.discovery import discover_builtin_tools
+        from hermes.tools.registry import registry
+        from hermes.tools.toolsets import Surface, resolve_toolsets
+        discover_builtin_tools(registry)
+        resolved = resolve_toolsets(Surface.ONESHOT, None, disabled=(), registered=registry.toolsets())
+        [registry.is_available(t) for t in resolved.tools if t in registry]
+        print(sorted(m for m in ("asyncio", "http.client", "ssl", "httpx") if m in sys.modules))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -19,18 +19,16 @@ import ctypes
 import importlib
 import importlib.util
 import json
+import sys
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from hermes.agent.local_templates import CHATML, Renderer, known_renderer
+
 #: module names of the engines, in order of preference
 ENGINES = ("llama_cpp", "cyllama")
-#: used when a GGUF carries no chat template of its own
-CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 PENALTY_WINDOW = 64  # tokens the repeat penalty looks back over
 
 
@@ -58,7 +56,7 @@ class Engine(ABC):
         self.eos_text = ""
         self.bos_text = ""
         self._grammars: dict[str, Any] = {}
-        self._renderer: Any = None
+        self._renderer: Renderer | None = None
 
     # -- what each engine provides -------------------------------------------------------------------
     @abstractmethod
@@ -87,6 +85,10 @@ class Engine(ABC):
         """Clear the cache and evaluate ``tokens`` into it (a prompt prefix, to save)."""
 
     @abstractmethod
+    def extend(self, tokens: list[int]) -> None:
+        """Make the cache hold exactly ``tokens``: keep what it shares with them, evaluate the rest."""
+
+    @abstractmethod
     def get_state(self) -> bytes:
         """The serialised KV cache of sequence 0 (for the saved prefix)."""
 
@@ -105,14 +107,22 @@ class Engine(ABC):
         return len(self.tokenize(text))
 
     def render(self, messages: list[dict[str, str]], generation_prompt: bool = True) -> str:
-        """``messages`` through the model's chat template (sandboxed Jinja, as the model's authors wrote it)."""
+        """``messages`` through the model's chat template (sandboxed Jinja, as the model's authors wrote it;
+        the ChatML templates of :mod:`hermes.agent.local_templates` without Jinja, to the same text)."""
         if self._renderer is None:
-            from jinja2.sandbox import ImmutableSandboxedEnvironment
+            self._renderer = known_renderer(self.template) or self._jinja(self.template)
+        return self._renderer(messages, generation_prompt)
 
-            env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-            self._renderer = env.from_string(self.template)
-        return str(self._renderer.render(messages=messages, add_generation_prompt=generation_prompt,
-                                         bos_token=self.bos_text, eos_token=self.eos_text))
+    def _jinja(self, template: str) -> Renderer:
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        compiled = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True).from_string(template)
+
+        def render(messages: list[dict[str, str]], generation_prompt: bool) -> str:
+            return str(compiled.render(messages=messages, add_generation_prompt=generation_prompt,
+                                       bos_token=self.bos_text, eos_token=self.eos_text))
+
+        return render
 
     def grammar(self, schema: dict[str, Any]) -> Any:
         """The compiled grammar of a JSON schema (cached); raises ValueError when it does not convert."""
@@ -182,6 +192,14 @@ class LlamaCppPython(Engine):
         self.llm.reset()
         self.llm.eval(tokens)
 
+    def extend(self, tokens: list[int]) -> None:
+        cached = self.cached()
+        common = next((i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b),
+                      min(len(cached), len(tokens)))
+        self.llm.n_tokens = common  # eval drops the cache beyond n_tokens before it evaluates
+        if common < len(tokens):
+            self.llm.eval(tokens[common:])
+
     def get_state(self) -> bytes:
         ctx = self.llm._ctx.ctx
         size = int(self._mod.llama_state_seq_get_size(ctx, 0))
@@ -202,6 +220,27 @@ class LlamaCppPython(Engine):
         self.llm.close()
 
 
+def _cyllama_bindings() -> Any:
+    """``cyllama.llama.llama_cpp`` without running ``cyllama/__init__.py``.
+
+    The package's ``__init__`` imports its high-level API, batching, memory helpers and a vendored Jinja
+    (about 0.1 s on a slow machine) that hermes never uses: only the extension module is needed. A hollow
+    package stands in while the extension loads and is taken out of ``sys.modules`` right after, so a
+    later ``import cyllama`` anywhere runs the real ``__init__`` as usual.
+    """
+    name = "cyllama.llama.llama_cpp"
+    if "cyllama" in sys.modules or name in sys.modules:
+        return importlib.import_module(name)
+    spec = importlib.util.find_spec("cyllama")
+    if spec is None or spec.loader is None:
+        raise ImportError("cyllama is not installed")
+    sys.modules["cyllama"] = importlib.util.module_from_spec(spec)
+    try:
+        return importlib.import_module(name)
+    finally:
+        del sys.modules["cyllama"]
+
+
 class Cyllama(Engine):
     """``cyllama``: the llama.cpp C API through Cython; the decode/sample loop and prefix reuse are here."""
 
@@ -209,7 +248,7 @@ class Cyllama(Engine):
 
     def __init__(self, path: str, n_ctx: int, threads: int) -> None:
         super().__init__()
-        cy: Any = importlib.import_module("cyllama.llama.llama_cpp")
+        cy: Any = _cyllama_bindings()
         cy.disable_logging()
         self._cy = cy
         model_params = cy.LlamaModelParams()
@@ -308,6 +347,10 @@ class Cyllama(Engine):
         self.ctx.kv_cache_clear()
         self._tokens = []
         self._decode(tokens)
+
+    def extend(self, tokens: list[int]) -> None:
+        self._keep([*tokens, -1])  # keeps at most all of ``tokens``
+        self._decode(tokens[len(self._tokens):])
 
     def get_state(self) -> bytes:
         return bytes(self.ctx.get_state_seq_data(0))

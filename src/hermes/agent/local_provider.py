@@ -47,7 +47,7 @@ from hermes.agent.local_model import (
     tool_prompt,
 )
 from hermes.agent.local_prefix import MIN_TOKENS, PrefixStore, prefix_key
-from hermes.agent.prompt import VOLATILE_MARK
+from hermes.agent.prompt import VOLATILE_MARK, without_time_of_day
 from hermes.agent.provider import CallOptions, ChatProvider, Completion, ToolCall
 from hermes.config.settings import ModelSettings, bundled_gguf
 from hermes.errors import ConfigError, ModelError, TurnInterrupted
@@ -63,6 +63,7 @@ LEAN_TOOLS = ("read_file", "search_files", "todo_list")
 LEAN_ABOVE = 6  # a set of more tools than this (a hermes session's) is cut to the lean list
 LEAN_DESCRIPTION = 60  # characters of a tool's description in the lean list
 
+CLOSE_WAIT = 30.0  # seconds the exit waits for a model still evaluating
 _MODELS: dict[tuple[str, int, int, str | None], Engine] = {}
 _MODELS_LOCK = threading.Lock()
 
@@ -104,11 +105,19 @@ def _busy_cores() -> float:
 
 
 def _close_models() -> None:
-    """Free the models at exit, while the bindings can still do it (their finalisers fail during shutdown)."""
+    """Free the models at exit, while the bindings can still do it (their finalisers fail during shutdown).
+
+    A model still in use (a warm-up thread evaluating its prefix) is waited for a while, and left to the
+    process's end if it stays busy: freeing it under a running evaluation would crash."""
     with _MODELS_LOCK:
         for model in _MODELS.values():
-            with contextlib.suppress(Exception):
-                model.close()
+            if not model.lock.acquire(timeout=CLOSE_WAIT):
+                continue
+            try:
+                with contextlib.suppress(Exception):
+                    model.close()
+            finally:
+                model.lock.release()
         _MODELS.clear()
 
 
@@ -147,16 +156,7 @@ class LocalProvider:
     ) -> Completion:
         _check(options)
         lm = self.loaded()
-        mode, offered = _mode(options.tool_choice, self._lean(tools or [], options.tool_choice))
-        # tool_choice "none" still lists the tools it was given (as an endpoint's prompt would): the system
-        # prompt then starts as the previous call's did, and llama.cpp's cache keeps all of it evaluated
-        listed = self._lean(tools or [], None) if mode == "text" else offered
-        turns = render(messages, tool_prompt(listed, LEAN_DESCRIPTION if self.lean else 100))
-        if turns and turns[-1].kind == "tool":  # small models answer better with the request restated here
-            question = next((t.content for t in reversed(turns) if t.kind == "user"), "")
-            how = "in plain text, without calling a tool" if mode == "text" else "the request, or call another tool"
-            note = f"\n\nNow answer {how}. The request was: {question[:500]}" if question else ""
-            turns[-1] = replace(turns[-1], content=turns[-1].content + note)
+        mode, offered, turns = self._turns(messages, tools, options.tool_choice)
         with lm.lock:
             tokens, fitted = self._fit(lm, turns)
             self._reuse_prefix(lm, fitted, tokens)
@@ -169,6 +169,38 @@ class LocalProvider:
             text, finish = self._generate(lm, tokens, grammar, min(MAX_REPLY, room), options, options.on_text)
             return Completion(text or None, [], finish, len(tokens), lm.count(text))
 
+    def prepare(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                tool_choice: str | dict[str, Any] | None = None) -> None:
+        """Get ready for a call that starts with ``messages``' system message: load the model and its saved
+        prefix (or evaluate and save it). An interactive chat runs this while the person types, so the first
+        reply starts as soon as they press Enter; a call made meanwhile waits for it."""
+        lm = self.loaded()
+        _, _, turns = self._turns(messages[:1], tools, tool_choice)
+        if not turns or turns[0].role != "system":
+            return
+        with lm.lock:
+            self._reuse_prefix(lm, turns, lm.tokenize(lm.render([turns[0].as_dict()], generation_prompt=False)))
+
+    def _turns(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+               choice: str | dict[str, Any] | None) -> tuple[str, list[dict[str, Any]], list[Turn]]:
+        """(mode, the tools offered, the turns the model sees) for a call."""
+        mode, offered = _mode(choice, self._lean(tools or [], choice))
+        # tool_choice "none" still lists the tools it was given (as an endpoint's prompt would): the system
+        # prompt then starts as the previous call's did, and llama.cpp's cache keeps all of it evaluated
+        listed = self._lean(tools or [], None) if mode == "text" else offered
+        first = messages[0] if messages else {}
+        if self.lean and first.get("role") == "system" and isinstance(first.get("content"), str):
+            # the bundled model is shown the date without the time: its saved prefix then covers the whole
+            # system prompt all day, and only the conversation is evaluated on a first turn
+            messages = [{**first, "content": without_time_of_day(first["content"])}, *messages[1:]]
+        turns = render(messages, tool_prompt(listed, LEAN_DESCRIPTION if self.lean else 100))
+        if turns and turns[-1].kind == "tool":  # small models answer better with the request restated here
+            question = next((t.content for t in reversed(turns) if t.kind == "user"), "")
+            how = "in plain text, without calling a tool" if mode == "text" else "the request, or call another tool"
+            note = f"\n\nNow answer {how}. The request was: {question[:500]}" if question else ""
+            turns[-1] = replace(turns[-1], content=turns[-1].content + note)
+        return mode, offered, turns
+
     def _lean(self, tools: list[dict[str, Any]], choice: str | dict[str, Any] | None) -> list[dict[str, Any]]:
         """The bundled model is offered only LEAN_TOOLS (and a tool named by ``tool_choice``) of a full set."""
         if not self.lean or len(tools) <= LEAN_ABOVE:
@@ -180,28 +212,50 @@ class LocalProvider:
     def _reuse_prefix(self, lm: Engine, turns: list[Turn], tokens: list[int]) -> None:
         """Load the system prompt's evaluated state from disk, or evaluate and save it, when it is not cached.
 
-        The prefix is the system message up to the prompt's clock line (the tool list and the opening),
-        so that it is byte-identical from one process to the next."""
+        Two prefixes of the system message are saved: up to its clock line (the tool list and the opening:
+        byte-identical from one process to the next) and up to the end of the clock line's date (the same
+        all day). A process loads the day's when it is saved; else it loads (or evaluates) the first,
+        evaluates the few tokens of the date after it and saves the day's, so only the time of day and the
+        conversation are evaluated on a first turn."""
         self.prefix_source = ""
         if self.prefixes is None or not turns or turns[0].role != "system" or self.settings.path is None:
             return
         head = lm.render([turns[0].as_dict()], generation_prompt=False)
-        cut = head.find(VOLATILE_MARK)  # the clock line changes every minute: the saved prefix stops before it
-        alone = lm.tokenize(head[:cut] if cut > 0 else head)
-        common = next((i for i, (a, b) in enumerate(zip(alone, tokens, strict=False)) if a != b), len(alone))
-        prefix = tokens[: max(0, min(common, len(tokens)) - 1)]  # the last token may merge across the cut
-        if len(prefix) < MIN_TOKENS:
+        prefixes = [p for p in (self._prefix_at(lm, head[:cut], tokens) for cut in _prefix_cuts(head))
+                    if len(p) >= MIN_TOKENS]
+        if not prefixes:
             return
-        if lm.cached()[: len(prefix)] == prefix:
+        cached = lm.cached()
+        if cached[: len(prefixes[-1])] == prefixes[-1]:
             return  # this process has it already
-        key = prefix_key(self.settings.path, lm.name, lm.n_ctx, prefix)
-        data = self.prefixes.load(key, prefix)
-        if data is not None and lm.set_state(prefix, data):
-            self.prefix_source = "saved"
-            return
-        lm.evaluate(prefix)
-        self.prefixes.save(key, prefix, lm.get_state())
-        self.prefix_source = "evaluated"
+        have: list[int] | None = None
+        for prefix in reversed(prefixes):  # the longest first
+            if cached[: len(prefix)] == prefix:
+                have = prefix
+                break
+            data = self.prefixes.load(self._key(lm, prefix), prefix)
+            if data is not None and lm.set_state(prefix, data):
+                have, self.prefix_source = prefix, "saved"
+                break
+        if have is None:
+            have = prefixes[0]
+            lm.evaluate(have)
+            self.prefixes.save(self._key(lm, have), have, lm.get_state())
+            self.prefix_source = "evaluated"
+        if have is not prefixes[-1]:
+            lm.extend(prefixes[-1])
+            self.prefixes.save(self._key(lm, prefixes[-1]), prefixes[-1], lm.get_state())
+
+    @staticmethod
+    def _prefix_at(lm: Engine, head: str, tokens: list[int]) -> list[int]:
+        """The tokens of ``tokens`` that ``head`` covers, less the last (it may merge across the cut)."""
+        alone = lm.tokenize(head)
+        common = next((i for i, (a, b) in enumerate(zip(alone, tokens, strict=False)) if a != b), len(alone))
+        return tokens[: max(0, min(common, len(tokens)) - 1)]
+
+    def _key(self, lm: Engine, prefix: list[int]) -> str:
+        assert self.settings.path is not None
+        return prefix_key(self.settings.path, lm.name, lm.n_ctx, prefix)
 
     # -- context window -------------------------------------------------------------------------------
     def _fit(self, lm: Engine, turns: list[Turn]) -> tuple[list[int], list[Turn]]:
@@ -343,6 +397,19 @@ class FirstCallForced:
                 options, tool_choice="none" if tools else None, answer_choices=lines or None))
         choice = {"type": "function", "function": {"name": self.tool}}
         return self.inner.complete(messages, tools, replace(options, tool_choice=choice if tools else None))
+
+
+def _prefix_cuts(head: str) -> list[int]:
+    """Where the saved prefixes of a rendered system message end: before its clock line and after the
+    clock line's date (``Current date and time: 2026-12-02 14:05 UTC``); the whole message without one."""
+    cut = head.find(VOLATILE_MARK)
+    if cut <= 0:
+        return [len(head)]
+    day = cut + len(VOLATILE_MARK) + len(" YYYY-MM-DD")
+    dated = head[cut + len(VOLATILE_MARK):day]
+    if len(dated) == 11 and dated[0] == " " and dated[1:5].isdigit() and not head[day:day + 1].isdigit():
+        return [cut, day]
+    return [cut]
 
 
 def quotable_lines(result: str) -> tuple[str, ...]:

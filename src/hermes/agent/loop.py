@@ -158,6 +158,24 @@ class Agent:
     def tool_definitions(self) -> list[dict[str, Any]]:
         return self._definitions
 
+    def prepare(self) -> threading.Thread | None:
+        """Let the provider get ready for this session's next call in the background, when it can (the
+        embedded model loads and evaluates or loads its saved prompt prefix while the person types). The
+        call waits for what is still running; a failure here is only logged (the call reports it)."""
+        prepare = getattr(self.provider, "prepare", None)
+        if prepare is None or not self.messages:
+            return None
+
+        def run() -> None:
+            try:
+                prepare(list(self.messages), self._definitions or None, self.tool_choice)
+            except Exception:
+                logger.warning("getting the model ready in the background failed", exc_info=True)
+
+        thread = threading.Thread(target=run, name="hermes-model-prepare", daemon=True)
+        thread.start()
+        return thread
+
     def interrupt(self) -> None:
         """Stop the running turn as soon as possible (thread-safe)."""
         self._cancel.set()

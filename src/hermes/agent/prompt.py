@@ -40,6 +40,20 @@ _SURFACE_NOTES = {
 VOLATILE_MARK = "Current date and time:"
 
 
+def without_time_of_day(text: str) -> str:
+    """``text`` with its clock line cut to the date (``Current date and time: 2026-12-02``): for a model
+    that gains nothing from the minute, so that the whole system prompt stays the same all day."""
+    at = text.rfind(VOLATILE_MARK)
+    if at < 0:
+        return text
+    end = text.find("\n", at)
+    line = text[at:] if end < 0 else text[at:end]
+    date = line[len(VOLATILE_MARK):].split()
+    if not date:
+        return text
+    return text[:at] + f"{VOLATILE_MARK} {date[0]}" + ("" if end < 0 else text[end:])
+
+
 def build_system_prompt(
     surface: Surface,
     tools: Iterable[str],

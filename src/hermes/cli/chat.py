@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
 
     sink = ConsoleSink(interactive=True)
     agent = open_agent(settings, request, sink)
+    agent.prepare()  # the embedded model gets ready while the person types the first message
     model = settings.model()
     state = "resumed" if request.resume or request.continue_last else "new"
     where = "embedded, offline" if model.provider == "local" else f"at {model.base_url}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import random
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -29,6 +28,8 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
 
 def _seconds_until(text: str, now: datetime | None) -> float | None:
     try:
+        from email.utils import parsedate_to_datetime  # an HTTP date is rare: email.* costs ~20 ms at start-up
+
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None

@@ -14,8 +14,6 @@ the one availability check that touches the network, and only when the person co
 
 from __future__ import annotations
 
-import asyncio
-import http.client
 import json
 import re
 import threading
@@ -24,9 +22,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from hermes.errors import ToolArgumentError, ToolError
-from hermes.tools.browser.backend import refuse_served
-from hermes.tools.browser.guard import address_refusal, url_refusal
-from hermes.tools.browser.page import dialog_notice, first_line, refuse_scripts_after_fill, settle, tab_of
 from hermes.tools.registry import registry
 from hermes.tools.untrusted import mark_untrusted
 
@@ -61,6 +56,8 @@ def probe_now(url: str, *, timeout: float = PROBE_TIMEOUT) -> bool:
 
 
 def _probe(url: str, timeout: float) -> bool:
+    import http.client  # here, not at start-up: discovery imports this module
+
     try:
         parts = urlsplit(url if "://" in url else f"http://{url}")
         secure = parts.scheme in ("https", "wss")
@@ -114,6 +111,12 @@ _REFUSED_METHODS = frozenset({
 
 
 async def browser_cdp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    import asyncio  # the browser machinery is imported on the first call, not at start-up
+
+    from hermes.tools.browser.backend import refuse_served
+    from hermes.tools.browser.guard import address_refusal, url_refusal
+    from hermes.tools.browser.page import first_line, refuse_scripts_after_fill, tab_of
+
     tab = await tab_of(kw)
     if tab.owns_context:
         raise ToolError("browser_cdp works on a CDP endpoint's browser (browser.cdp_url); this task uses the "
@@ -152,6 +155,8 @@ async def browser_cdp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
 
 
 async def browser_dialog(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    from hermes.tools.browser.page import dialog_notice, first_line, settle, tab_of
+
     tab = await tab_of(kw)
     if not tab.pending_dialogs:
         raise ToolError("no JavaScript dialog is open on this page")

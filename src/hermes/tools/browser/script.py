@@ -10,30 +10,20 @@ final page comes as one budgeted snapshot (``snapshot: false`` leaves it out).
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from hermes.errors import ToolArgumentError, ToolError
-from hermes.tools.browser import actions
-from hermes.tools.browser.page import page_view, settle, tab_of, take_snapshot
 from hermes.tools.browser.tool import SCHEMAS, browser_available
 from hermes.tools.registry import registry
 from hermes.tools.validation import validate_arguments
 
 MAX_STEPS = 50
 STEP_TEXT = 500
-Handler = Callable[..., Awaitable[dict[str, Any]]]
-#: step action → (tool it stands for, handler)
-_ACTIONS: dict[str, tuple[str, Handler]] = {
-    "navigate": ("browser_navigate", actions.browser_navigate),
-    "click": ("browser_click", actions.browser_click),
-    "type": ("browser_type", actions.browser_type),
-    "press": ("browser_press", actions.browser_press),
-    "scroll": ("browser_scroll", actions.browser_scroll),
-    "back": ("browser_back", actions.browser_back),
-    "evaluate": ("browser_console", actions.browser_console),
+#: step action → the tool it stands for (its handler in :mod:`.actions`, imported on the first call)
+_ACTIONS: dict[str, str] = {
+    "navigate": "browser_navigate", "click": "browser_click", "type": "browser_type", "press": "browser_press",
+    "scroll": "browser_scroll", "back": "browser_back", "evaluate": "browser_console",
 }
 _WAIT_SCHEMA = {"type": "object", "properties": {"ms": {"type": "integer", "minimum": 1, "maximum": 30_000}},
                 "required": ["ms"], "additionalProperties": False}
@@ -51,7 +41,7 @@ def _prepared(steps: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
             if action == "wait":
                 validate_arguments(fields, _WAIT_SCHEMA)
             elif action in _ACTIONS:
-                validate_arguments(fields, SCHEMAS[_ACTIONS[action][0]]["parameters"])
+                validate_arguments(fields, SCHEMAS[_ACTIONS[action]]["parameters"])
                 if action == "evaluate" and not fields.get("expression"):
                     raise ToolArgumentError("'expression' is required")
             else:
@@ -76,6 +66,11 @@ def _line(action: str, answer: dict[str, Any]) -> dict[str, Any]:
 
 
 async def browser_exec(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    import asyncio
+
+    from hermes.tools.browser import actions
+    from hermes.tools.browser.page import page_view, settle, tab_of, take_snapshot
+
     plan = _prepared(list(args["steps"]))
     limit = float(args.get("timeout") or 60)
     done: list[dict[str, Any]] = []
@@ -88,7 +83,7 @@ async def browser_exec(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
                 done.append({"step": number, "action": "wait", "result": f"waited {fields['ms']} ms"})
                 continue
             try:
-                answer = await _ACTIONS[action][1](fields, **kw)
+                answer = await getattr(actions, _ACTIONS[action])(fields, **kw)
             except ToolError as exc:
                 done.append({"step": number, "action": action, "error": str(exc)})
                 return

@@ -7,9 +7,10 @@ CDP-only tools are registered by :mod:`.cdp`.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from hermes.tools.browser import actions
 from hermes.tools.registry import registry
 
 _REF = {"type": "string", "minLength": 1, "maxLength": 40,
@@ -91,26 +92,39 @@ def browser_available() -> tuple[bool, str | None]:
     return ready, None if ready else why
 
 
+def _on_call(name: str) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The handler ``name`` of :mod:`.actions`, imported on the first call: the browser machinery (asyncio,
+    the backend, the page model) costs about a tenth of a second, and start-up only needs the schemas."""
+
+    async def handler(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        actions = importlib.import_module("hermes.tools.browser.actions")
+        result: dict[str, Any] = await getattr(actions, name)(args, **kw)
+        return result
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
+
+
 #: what every core browser tool registers with (one line each below: discovery looks for the calls)
 _COMMON: dict[str, Any] = {"toolset": "browser", "check_fn": browser_available, "is_async": True,
                            "needs_session": True}
 registry.register(name="browser_navigate", schema=SCHEMAS["browser_navigate"],
-                  handler=actions.browser_navigate, **_COMMON)
+                  handler=_on_call("browser_navigate"), **_COMMON)
 registry.register(name="browser_snapshot", schema=SCHEMAS["browser_snapshot"],
-                  handler=actions.browser_snapshot, **_COMMON)
+                  handler=_on_call("browser_snapshot"), **_COMMON)
 registry.register(name="browser_click", schema=SCHEMAS["browser_click"],
-                  handler=actions.browser_click, **_COMMON)
+                  handler=_on_call("browser_click"), **_COMMON)
 registry.register(name="browser_type", schema=SCHEMAS["browser_type"],
-                  handler=actions.browser_type, **_COMMON)
+                  handler=_on_call("browser_type"), **_COMMON)
 registry.register(name="browser_scroll", schema=SCHEMAS["browser_scroll"],
-                  handler=actions.browser_scroll, **_COMMON)
+                  handler=_on_call("browser_scroll"), **_COMMON)
 registry.register(name="browser_back", schema=SCHEMAS["browser_back"],
-                  handler=actions.browser_back, **_COMMON)
+                  handler=_on_call("browser_back"), **_COMMON)
 registry.register(name="browser_press", schema=SCHEMAS["browser_press"],
-                  handler=actions.browser_press, **_COMMON)
+                  handler=_on_call("browser_press"), **_COMMON)
 registry.register(name="browser_get_images", schema=SCHEMAS["browser_get_images"],
-                  handler=actions.browser_get_images, **_COMMON)
+                  handler=_on_call("browser_get_images"), **_COMMON)
 registry.register(name="browser_vision", schema=SCHEMAS["browser_vision"],
-                  handler=actions.browser_vision, **_COMMON)
+                  handler=_on_call("browser_vision"), **_COMMON)
 registry.register(name="browser_console", schema=SCHEMAS["browser_console"],
-                  handler=actions.browser_console, **_COMMON)
+                  handler=_on_call("browser_console"), **_COMMON)

@@ -16,13 +16,19 @@ from __future__ import annotations
 from typing import Any
 
 from hermes.errors import ConfigError, ToolError
-from hermes.tools.browser.page import config_of, tab_of
 from hermes.tools.browser.vault import Vault, VaultEntry, site_of
 from hermes.tools.browser.vault_page import FILL_CODE, FILL_LOGIN, READ_LOGIN
 from hermes.tools.registry import registry
 
 _HANDLE = {"type": "string", "minLength": 3, "maxLength": 40, "pattern": "^v-[0-9a-f]+$",
            "description": "An entry's handle from browser_vault_list, e.g. 'v-1a2b3c4d5e'."}
+
+
+def _page() -> Any:
+    """:mod:`.page`, imported on the first call (it brings the browser backend and asyncio)."""
+    from hermes.tools.browser import page
+
+    return page
 
 
 def vault_enabled() -> tuple[bool, str | None]:
@@ -44,7 +50,7 @@ def vault_enabled() -> tuple[bool, str | None]:
 
 
 def _vault(kw: dict[str, Any]) -> Vault:
-    return Vault(config_of(kw).home)
+    return Vault(_page().config_of(kw).home)
 
 
 def _entry(kw: dict[str, Any], handle: str) -> VaultEntry:
@@ -84,7 +90,7 @@ def _refusal(entry: VaultEntry, answer: dict[str, Any], what: str) -> ToolError:
 
 
 async def browser_vault_list(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
-    tab = await tab_of(kw)
+    tab = await _page().tab_of(kw)
     url = tab.page.url
     try:
         site = site_of(url)
@@ -98,7 +104,7 @@ async def browser_vault_list(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
 
 async def browser_vault_fill(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     entry = _entry(kw, str(args["handle"]))
-    tab = await tab_of(kw)
+    tab = await _page().tab_of(kw)
     answer = await _in_frames(tab, FILL_LOGIN, {"origin": entry.site, "username": entry.username,
                                                 "password": entry.password})
     if "error" in answer:
@@ -114,7 +120,7 @@ async def browser_vault_totp(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     entry = _entry(kw, str(args["handle"]))
     if not entry.totp_secret:
         raise ToolError(f"{entry.handle} has no TOTP secret (hermes browser vault add --totp stores one)")
-    tab = await tab_of(kw)
+    tab = await _page().tab_of(kw)
     answer = await _in_frames(tab, FILL_CODE, {"origin": entry.site, "code": pyotp.TOTP(entry.totp_secret).now()})
     if "error" in answer:
         raise _refusal(entry, answer, "code")
@@ -133,10 +139,10 @@ def browser_vault_save(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
         raise ToolError("refused: saving a login needs the person's confirmation and nobody can be asked here")
 
     async def read() -> dict[str, Any]:
-        tab = await tab_of(kw)
+        tab = await _page().tab_of(kw)
         return await _in_frames(tab, READ_LOGIN, {})
 
-    typed = run_sync(read(), timeout=config_of(kw).command_timeout + 5)
+    typed = run_sync(read(), timeout=_page().config_of(kw).command_timeout + 5)
     if "error" in typed:
         raise ToolError(f"nothing to save: {typed.get('why', 'no login form')}")
     site, username, password = site_of(str(typed["origin"])), str(typed["username"]), str(typed["password"])
@@ -161,7 +167,7 @@ def browser_vault_save(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
 
 async def browser_vault_status(args: dict[str, Any], **kw: Any) -> dict[str, Any]:
     vault = _vault(kw)
-    tab = await tab_of(kw)
+    tab = await _page().tab_of(kw)
     try:
         total, here = len(vault.entries()), len(vault.for_site(tab.page.url))
     except ConfigError as exc:

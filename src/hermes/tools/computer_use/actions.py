@@ -16,18 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes.errors import ToolArgumentError, ToolError
+from hermes.tools.computer_use import ACTIONS, INPUT_ACTIONS
 from hermes.tools.computer_use.a11y import Element, atspi_elements, x11_windows
 from hermes.tools.computer_use.config import ComputerUseConfig
 from hermes.tools.computer_use.display import Desktop
 from hermes.tools.computer_use.screen import Shot
 
-#: actions that move the pointer or press keys (the rest only look or wait)
-INPUT_ACTIONS = frozenset({
-    "mouse_move", "click", "left_click", "right_click", "middle_click", "double_click", "triple_click",
-    "left_click_drag", "left_mouse_down", "left_mouse_up", "type", "key", "scroll",
-})
-LOOK_ACTIONS = frozenset({"screenshot", "zoom", "cursor_position", "accessibility", "wait"})
-ACTIONS = tuple(sorted(INPUT_ACTIONS | LOOK_ACTIONS))
 _CLICKS = {"left_click": ("left", 1), "right_click": ("right", 1), "middle_click": ("middle", 1),
            "double_click": ("left", 2), "triple_click": ("left", 3)}
 #: text that is never typed, whatever the display (a shell on it would run it unasked)

@@ -11,13 +11,16 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes.errors import HermesError, ToolArgumentError, ToolError
-from hermes.tools.computer_use import actions
+from hermes.tools.computer_use import ACTIONS
 from hermes.tools.context import on_session_end
 from hermes.tools.registry import registry
 from hermes.tools.results import ToolResult
+
+if TYPE_CHECKING:
+    from hermes.tools.computer_use.actions import DesktopState
 
 logger = logging.getLogger(__name__)
 STATE_KEY = "computer_use"
@@ -26,7 +29,7 @@ STEP_PAUSE = 0.05
 
 _POINT = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
 _STEP: dict[str, Any] = {
-    "action": {"type": "string", "enum": list(actions.ACTIONS),
+    "action": {"type": "string", "enum": list(ACTIONS),
                "description": "What to do (see the tool description)."},
     "coordinate": {**_POINT, "description": "[x, y] in the pixels of the latest screenshot."},
     "element": {"type": "integer", "minimum": 1,
@@ -104,7 +107,8 @@ def needs_approval(args: dict[str, Any], session: Any) -> bool:
         return True
 
 
-def _desktop_state(session: Any, cfg: Any) -> actions.DesktopState:
+def _desktop_state(session: Any, cfg: Any) -> DesktopState:
+    from hermes.tools.computer_use import actions
     from hermes.tools.computer_use.display import Desktop
 
     existing = session.state.get(STATE_KEY)
@@ -133,12 +137,15 @@ def _arm_hotkey(desktop: Any) -> None:
 
 
 def _end(session: Any) -> None:
+    from hermes.tools.computer_use import actions
+
     state = session.state.pop(STATE_KEY, None)
     if isinstance(state, actions.DesktopState):
         state.desktop.stop()
 
 
 def computer_use(args: dict[str, Any], *, session: Any, **kw: Any) -> ToolResult:
+    from hermes.tools.computer_use import actions  # the desktop machinery: on the first call, not at start-up
     from hermes.tools.computer_use.config import computer_use_config
     from hermes.tools.computer_use.xinput import Stopped
 
