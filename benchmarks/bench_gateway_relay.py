@@ -19,8 +19,9 @@ Redis rate limiter switched on, as several hosts would.
   via the gateway (pinned form ``/relay/firecrawl``), interleaved in rounds so drift hits both alike.
   Overhead = (via gateway) − (direct) at p50 and p99.
 * **Ratios** — what the goals are stated in (docs/performance.md), each to the direct path of the same run:
-  via gateway / direct and floor / direct at p50, the gateway's own work (gateway − floor) / direct at p50,
-  and via gateway / direct at p99. Absolute milliseconds differ threefold between machines; these do not.
+  via gateway / direct and floor / direct at p50, the gateway's own work (gateway − floor-h1) / direct at
+  p50 (the bare forwarder on the gateway's own vendor client: the httpx floor is slower than the gateway
+  itself), and via gateway / direct at p99. Absolute milliseconds differ threefold between machines; these do not.
 * **Floor** — a bare forwarder on the same stack (uvicorn + Starlette + httpx, nothing else): the part
   of the overhead that belongs to the stack, not to the gateway's own work. **floor-h1** is the same
   forwarder with the gateway's own vendor client (``hermes.net.h1client``) instead of httpx.
@@ -300,9 +301,11 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
         for name, value, limit in (("via gateway / direct, p50", ratios["gateway_p50"], goal),
                                    ("floor / direct, p50", ratios["floor_p50"], None),
                                    ("floor-h1 / direct, p50", pct(h_lat, .5) / pct(d_lat, .5), None),
+                                   # the gateway's own work: over the bare forwarder on its own vendor client
+                                   # (the httpx floor is slower than the gateway itself, so it proves nothing)
                                    ("(gateway - floor-h1) / direct, p50",
-                                    (pct(g_lat, .5) - pct(h_lat, .5)) / pct(d_lat, .5), None),
-                                   ("(gateway - floor) / direct, p50", ratios["own_work_p50"], GOAL_OWN_WORK),
+                                    (pct(g_lat, .5) - pct(h_lat, .5)) / pct(d_lat, .5), GOAL_OWN_WORK),
+                                   ("(gateway - floor) / direct, p50", ratios["own_work_p50"], None),
                                    ("via gateway / direct, p99", ratios["gateway_p99"], GOAL_P99)):
             verdict = "" if limit is None else f"  goal <= {limit:g}: {'met' if value <= limit else 'NOT met'}"
             print(f"  {name:34} {value:6.2f}{verdict}")

@@ -60,8 +60,16 @@ def secret_segment(text: str) -> bool:
     return bool(_RANDOM.match(text)) and any(c.isdigit() for c in text) and any(c.isalpha() for c in text)
 
 
+#: paths seen with nothing to mask (relay and API routes repeat): answered without the scan, which costs
+#: tens of microseconds a request; a path that held something to mask is never remembered
+_CLEAN_PATHS: dict[str, None] = {}
+_CLEAN_PATHS_MAX = 4096
+
+
 def redact_path(path: str) -> str:
     """``path`` with the segments that look like credentials, or follow one named like a secret, masked."""
+    if path in _CLEAN_PATHS:
+        return path
     segments = path.split("/")
     masked = False
     for i, segment in enumerate(segments):
@@ -69,7 +77,12 @@ def redact_path(path: str) -> str:
         if segment and (secret_segment(segment) or (after_name and segments[i - 1] != _MASK)):
             segments[i] = _MASK
             masked = True
-    return "/".join(segments) if masked else path
+    if masked:
+        return "/".join(segments)
+    if len(_CLEAN_PATHS) >= _CLEAN_PATHS_MAX:
+        _CLEAN_PATHS.clear()
+    _CLEAN_PATHS[path] = None
+    return path
 
 
 def redact_query(raw: bytes) -> str:

@@ -9,10 +9,12 @@ expires once it would have refilled completely — a fresh bucket behaves the sa
 the tokens in use.
 
 Redis not answering is never a pass: the request gets ``503 rate_limiter_unavailable`` (fail closed)
-and the operator one log line per outage, with the URL's password masked. The client is synchronous
-and runs on the event loop's thread, so a Redis that accepts connections but never answers would hold
-every request of the process: connecting and each answer are bounded by :data:`SOCKET_TIMEOUT` (0.5 s),
-and a timeout is not retried (one retry, at once, only for a dropped connection — Redis restarted).
+and the operator one log line per outage, with the URL's password masked. The relay hot path's
+client is :class:`~hermes.toolgateway.storage.resp.LeanRedis` (one pipelined connection; ``redis.asyncio``
+for TLS URLs or URLs with options), the CLI's and other routes' is redis-py's synchronous one. A Redis that
+accepts connections but never answers must not hold every request of the process: connecting and each
+answer are bounded by :data:`SOCKET_TIMEOUT` (0.5 s), and a timeout is not retried (one retry, at once,
+only for a dropped connection — Redis restarted).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from redis.retry import Retry
 from hermes.errors import ConfigError
 from hermes.toolgateway.storage.base import StorageUnavailable, mask_url, scrub
 from hermes.toolgateway.storage.ratelimit import RateLimiter
+from hermes.toolgateway.storage.resp import LeanRedis, lean_url_supported
 
 log = logging.getLogger("hermes.toolgateway")
 
@@ -83,7 +86,7 @@ class RedisRateLimiter:
     """A token bucket per key in Redis; ``rate == 0`` or ``burst == 0`` disables it (Redis is not asked).
 
     :meth:`acquire` (synchronous) serves the CLI and the non-relay routes; the relay pipeline uses
-    :meth:`acquire_and_version` on a ``redis.asyncio`` client, which in the same round trip reads the
+    :meth:`acquire_and_version` on the lean asyncio client (:mod:`.resp`), which in the same round trip reads the
     revocation version (:data:`AUTH_VERSION_KEY`) that the token cache checks
     (:class:`~hermes.toolgateway.portal.auth.Authenticator`); :meth:`bump_auth_version` raises it.
     """
@@ -111,6 +114,11 @@ class RedisRateLimiter:
         self._bucket: Any = self._client.register_script(TOKEN_BUCKET)
         self._aclient: Any = None
         self._abucket: Any = None
+        body = "\n".join("    " + line for line in TOKEN_BUCKET.strip().splitlines())
+        self._hot_script = BUCKET_AND_VERSION.format(bucket=body)
+        #: the hot path's client: the lean one for plain redis:// and unix:// URLs, else redis.asyncio
+        self._lean: LeanRedis | None = (LeanRedis(url, self._hot_script, timeout=SOCKET_TIMEOUT)
+                                        if lean_url_supported(url) else None)
 
     def _async_script(self) -> Any:
         if self._abucket is None:
@@ -124,17 +132,20 @@ class RedisRateLimiter:
                 socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=0)
             self._aclient = aredis.Redis(connection_pool=pool,
                                          retry=AsyncRetry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)))
-            body = "\n".join("    " + line for line in TOKEN_BUCKET.strip().splitlines())
-            self._abucket = self._aclient.register_script(BUCKET_AND_VERSION.format(bucket=body))
+            self._abucket = self._aclient.register_script(self._hot_script)
         return self._abucket
 
     async def acquire_and_version(self, key: str, cost: float = 1.0) -> tuple[float, int]:
         """``(wait, revocation version)`` in one round trip: the wait as :meth:`acquire` (0.0 when the
         limiter is off: then only the version is read)."""
+        keys = [self.prefix + key, AUTH_VERSION_KEY]
+        args: list[str | int | float] = [repr(float(self.rate or 1)), self.burst, repr(float(cost)),
+                                         "1" if self.enabled else "0"]
         try:
-            wait, version = await self._async_script()(
-                keys=[self.prefix + key, AUTH_VERSION_KEY],
-                args=[repr(float(self.rate or 1)), self.burst, repr(float(cost)), "1" if self.enabled else "0"])
+            if self._lean is not None:
+                wait, version = await self._lean.evalsha(keys, args)
+            else:
+                wait, version = await self._async_script()(keys=keys, args=args)
         except redis.RedisError as exc:
             raise self._unavailable(exc) from None
         self._down = False
@@ -182,6 +193,8 @@ class RedisRateLimiter:
         self._client.close()
 
     async def aclose(self) -> None:
+        if self._lean is not None:
+            self._lean.close()
         if self._aclient is not None:
             await self._aclient.aclose(close_connection_pool=True)
             self._aclient = self._abucket = None

@@ -1,0 +1,265 @@
+"""A lean asyncio Redis client for the relay hot path's one script call (RESP2 over one connection).
+
+Every relayed request makes one Redis round trip: the rate-limit script, which also reads the
+revocation version (:mod:`.redis_limiter`). Through ``redis.asyncio`` that round trip cost 370 µs of
+Python here (a connection-pool checkout, the command and reply machinery, the retry wrapper) where a
+raw asyncio exchange costs about 100 µs. This client does only what that call needs:
+
+* one connection per event loop, **pipelined**: concurrent requests write their commands back to back
+  and the replies, which Redis sends in order, settle the waiting calls first in, first out;
+* ``AUTH`` (password, or user and password) and ``SELECT`` on connect, from a ``redis://`` or
+  ``unix://`` URL as redis-py reads it (:func:`lean_url_supported` says which URLs; any other — TLS,
+  query options — keeps ``redis.asyncio``);
+* ``EVALSHA``, and ``EVAL`` once when Redis answers ``NOSCRIPT`` (a restarted Redis forgets scripts);
+* the same failure contract as the client it replaces, in redis-py's exception types: connecting and
+  each answer are bounded (``timeout``); a timeout is not retried and drops the connection (its
+  replies can no longer be matched); a dropped connection is retried once, at once, on a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import deque
+from typing import Any, cast
+
+import redis
+from redis.connection import UnixDomainSocketConnection
+from redis.connection import parse_url as _redis_parse_url
+
+
+def parse_url(url: str) -> dict[str, Any]:
+    """``url`` as redis-py reads it (host, port, db, username, password, path, options)."""
+    parsed: dict[str, Any] = _redis_parse_url(url)  # type: ignore[no-untyped-call]
+    return parsed
+
+
+_LEAN_KEYS = frozenset({"host", "port", "db", "username", "password", "path", "connection_class"})
+
+
+def lean_url_supported(url: str) -> bool:
+    """Whether :class:`LeanRedis` can talk to ``url``: plain TCP or a Unix socket, no query options."""
+    try:
+        parts = parse_url(url)
+    except ValueError:
+        return False
+    kind = parts.get("connection_class")
+    return set(parts) <= _LEAN_KEYS and kind in (None, UnixDomainSocketConnection)
+
+
+class _ErrorReply:
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class _Incomplete(Exception):
+    pass
+
+
+def _line(buf: bytearray, pos: int) -> tuple[bytes, int]:
+    end = buf.find(b"\r\n", pos)
+    if end < 0:
+        raise _Incomplete
+    return bytes(buf[pos:end]), end + 2
+
+
+def _parse(buf: bytearray, pos: int) -> tuple[Any, int]:
+    """One RESP2 reply at ``pos``: (value, position after it); raises _Incomplete when it is not all here."""
+    if pos >= len(buf):
+        raise _Incomplete
+    kind = buf[pos : pos + 1]
+    text, pos = _line(buf, pos + 1)
+    if kind == b"+":
+        return text, pos
+    if kind == b"-":
+        return _ErrorReply(text.decode("utf-8", "replace")), pos
+    if kind == b":":
+        return int(text), pos
+    if kind == b"$":
+        size = int(text)
+        if size < 0:
+            return None, pos
+        if len(buf) < pos + size + 2:
+            raise _Incomplete
+        return bytes(buf[pos : pos + size]), pos + size + 2
+    if kind == b"*":
+        count = int(text)
+        items = []
+        for _ in range(max(0, count)):
+            item, pos = _parse(buf, pos)
+            items.append(item)
+        return (None if count < 0 else items), pos
+    raise redis.ConnectionError(f"unexpected reply from Redis (type byte {kind!r})")
+
+
+def _encode(args: tuple[bytes | str | int | float, ...]) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        data = arg if isinstance(arg, bytes) else str(arg).encode("utf-8")
+        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(out)
+
+
+class _Connection(asyncio.Protocol):
+    """One connection; calls wait for their replies in the order they were sent."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.waiting: deque[asyncio.Future[Any]] = deque()
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio's subclasses
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        pos = 0
+        try:
+            while self.waiting:
+                value, pos = _parse(self.buffer, pos)
+                future = self.waiting.popleft()
+                if not future.done():
+                    future.set_result(value)
+        except _Incomplete:
+            pass
+        except (redis.ConnectionError, ValueError) as exc:
+            self._fail(exc if isinstance(exc, redis.ConnectionError) else redis.ConnectionError(str(exc)))
+            return
+        del self.buffer[:pos]
+        if self.buffer and not self.waiting:  # a reply nobody asked for: the stream cannot be trusted
+            self._fail(redis.ConnectionError("Redis sent a reply that was not asked for"))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._settle(redis.ConnectionError("the connection to Redis was closed"))
+
+    def _settle(self, error: redis.RedisError) -> None:
+        while self.waiting:
+            future = self.waiting.popleft()
+            if not future.done():
+                future.set_exception(error)
+
+    def _fail(self, error: redis.RedisError) -> None:
+        self.close()
+        self._settle(error)
+
+    def close(self) -> None:
+        """Close the connection, from any thread; a connection of a loop that has ended is only dropped."""
+        self.closed = True
+        if self.transport is None or self.loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            self.transport.close()
+        else:
+            self.loop.call_soon_threadsafe(self.transport.close)
+
+    async def call(self, timeout: float, *args: bytes | str | int | float) -> Any:
+        if self.closed or self.transport is None:
+            raise redis.ConnectionError("the connection to Redis was closed")
+        future: asyncio.Future[Any] = self.loop.create_future()
+        self.waiting.append(future)
+        self.transport.write(_encode(args))
+        expiry = self.loop.call_later(timeout, self._expire, future)
+        try:
+            return await future
+        finally:
+            expiry.cancel()
+
+    def _expire(self, future: asyncio.Future[Any]) -> None:
+        if not future.done():
+            # the connection's later replies can no longer be matched to their calls: drop it (the other
+            # waiting calls fail as a dropped connection; the next call connects anew)
+            future.set_exception(redis.TimeoutError("Redis did not answer in time"))
+            self._fail(redis.ConnectionError("the connection to Redis was dropped after a timeout"))
+
+
+class LeanRedis:
+    """``EVALSHA`` of one script over a pipelined connection (see the module docstring)."""
+
+    def __init__(self, url: str, script: str, *, timeout: float) -> None:
+        self.options = parse_url(url)
+        self.timeout = timeout
+        self.script = script.encode("utf-8")
+        self.sha = hashlib.sha1(self.script).hexdigest().encode("ascii")  # Redis names scripts by SHA-1
+        self._conn: _Connection | None = None
+        self._guard: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+
+    async def _connection(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        conn = self._conn
+        if conn is not None and not conn.closed and conn.loop is loop:
+            return conn
+        if self._guard is None or self._guard[0] is not loop:
+            self._guard = (loop, asyncio.Lock())
+        async with self._guard[1]:
+            conn = self._conn
+            if conn is not None and not conn.closed and conn.loop is loop:
+                return conn
+            if conn is not None:
+                conn.close()  # dropped, or of another event loop
+            self._conn = await self._connect(loop)
+            return self._conn
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
+        def protocol() -> _Connection:
+            return _Connection(loop)
+
+        opts = self.options
+        try:
+            if "path" in opts:
+                opened = loop.create_unix_connection(protocol, str(opts["path"]))
+            else:
+                opened = loop.create_connection(protocol, str(opts.get("host") or "localhost"),
+                                                int(opts.get("port") or 6379))
+            _, conn = await asyncio.wait_for(opened, self.timeout)
+        except TimeoutError:
+            raise redis.TimeoutError("connecting to Redis timed out") from None
+        except OSError as exc:
+            raise redis.ConnectionError(f"cannot connect to Redis: {exc.strerror or exc}") from None
+        steps: list[tuple[bytes | str | int, ...]] = []
+        if opts.get("password") is not None:
+            user = opts.get("username")
+            steps.append((b"AUTH", user, opts["password"]) if user else (b"AUTH", opts["password"]))
+        if int(opts.get("db") or 0):
+            steps.append((b"SELECT", int(opts["db"])))
+        try:
+            for reply in await asyncio.gather(*(conn.call(self.timeout, *step) for step in steps)):
+                if isinstance(reply, _ErrorReply):
+                    refused = reply.message.upper().startswith(("WRONGPASS", "NOAUTH", "ERR AUTH", "ERR INVALID"))
+                    raise (redis.AuthenticationError if refused else redis.ResponseError)(reply.message)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def evalsha(self, keys: list[str], args: list[str | int | float]) -> Any:
+        """The script's reply for ``keys`` and ``args`` (bulk strings as bytes)."""
+        for attempt in (1, 2):
+            conn = await self._connection()
+            try:
+                reply = await conn.call(self.timeout, b"EVALSHA", self.sha, len(keys), *keys, *args)
+                if isinstance(reply, _ErrorReply) and reply.message.startswith("NOSCRIPT"):
+                    reply = await conn.call(self.timeout, b"EVAL", self.script, len(keys), *keys, *args)
+            except redis.TimeoutError:
+                raise
+            except redis.ConnectionError:
+                if attempt == 2:
+                    raise
+                continue  # a dropped connection (Redis restarted): once more, at once, on a new one
+            if isinstance(reply, _ErrorReply):
+                raise redis.ResponseError(reply.message)
+            return reply
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
