@@ -43,3 +43,40 @@ def test_close_stops_the_sessions_background_processes(hermes_home: Path, model_
         time.sleep(0.05)
     assert not alive(pid)
     agent.close()  # closing twice is harmless
+
+
+class ReadyingProvider:
+    """A provider that takes a while to get ready (as the embedded model loads and evaluates its prefix)."""
+
+    name = "slow"
+    model = "slow"
+
+    def __init__(self) -> None:
+        import threading
+
+        self.started = threading.Event()
+        self.finished = False
+        self.seen: list[Any] = []
+
+    def prepare(self, messages: list[dict[str, Any]], tools: Any, tool_choice: Any = None) -> None:
+        self.started.set()
+        self.seen.append((messages[0]["role"], tools is not None))
+        time.sleep(0.5)
+        self.finished = True
+
+    def complete(self, messages: list[dict[str, Any]], tools: Any, options: Any) -> Any:
+        raise AssertionError("not called here")
+
+
+def test_prepare_runs_in_the_background_and_close_waits_for_it(hermes_home: Path) -> None:
+    provider = ReadyingProvider()
+    (hermes_home / "config.yaml").write_text("model:\n  base_url: http://127.0.0.1:9/v1\n  name: m\n")
+    agent = new_agent(Settings.load(overrides=Overrides()), Surface.CLI, RecordingSink(), requested=["todo"],
+                      provider=provider)
+    started = time.monotonic()
+    thread = agent.prepare()
+    assert thread is not None and time.monotonic() - started < 0.3  # the caller goes on at once
+    assert provider.started.wait(5)
+    agent.close()  # waits for it: nothing may free the model under a prefix evaluation
+    assert provider.finished and not thread.is_alive()
+    assert provider.seen == [("system", True)]  # the session's system prompt and its tools

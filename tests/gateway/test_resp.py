@@ -111,6 +111,30 @@ def test_a_silent_redis_times_out_once_and_is_not_retried() -> None:
         silent.close()
 
 
+def test_callers_waiting_for_one_connection_fail_together() -> None:
+    """While a connection is being made (here: AUTH to a Redis that never answers) the other calls wait for
+    that attempt, so they all fail after one timeout instead of one timeout each in turn."""
+    silent = SilentServer()
+    client = LeanRedis(f"redis://:pw@127.0.0.1:{silent.port}/0", COUNTER, timeout=0.3)
+
+    async def main() -> list[Any]:
+        try:
+            return list(await asyncio.gather(*(client.evalsha(["rs:many"], ["x"]) for _ in range(6)),
+                                             return_exceptions=True))
+        finally:
+            client.close()
+
+    try:
+        started = time.monotonic()
+        outcomes = run(main())
+        took = time.monotonic() - started
+        assert all(isinstance(o, redis.TimeoutError) for o in outcomes), outcomes
+        assert took < 1.2, took  # one timeout for all six (it was 6 × 0.3 s, one connection each)
+        assert len(silent.accepted) == 1
+    finally:
+        silent.close()
+
+
 def test_which_urls_the_lean_client_takes() -> None:
     assert lean_url_supported("redis://:pw@127.0.0.1:6379/0")
     assert lean_url_supported("redis://user:pw@redis.internal:6380/2")
@@ -118,6 +142,8 @@ def test_which_urls_the_lean_client_takes() -> None:
     assert not lean_url_supported("rediss://redis.internal:6380/0")  # TLS: redis.asyncio
     assert not lean_url_supported("redis://127.0.0.1:6379/0?socket_keepalive=true")  # options: redis.asyncio
     assert not lean_url_supported("http://127.0.0.1/")
+    assert not lean_url_supported("redis://127.0.0.1/0?path=/tmp/x.sock")  # redis-py would read it as a socket
+    assert not lean_url_supported("redis://127.0.0.1/0?port=abc")
 
 
 def test_pipelined_calls_on_uvloop(redis_server: RedisServer) -> None:

@@ -57,6 +57,8 @@ class Engine(ABC):
         self.bos_text = ""
         self._grammars: dict[str, Any] = {}
         self._renderer: Renderer | None = None
+        #: set (under :attr:`lock`) when the model is freed: a thread that held a reference must not use it
+        self.closed = False
 
     # -- what each engine provides -------------------------------------------------------------------
     @abstractmethod

@@ -116,6 +116,7 @@ def _close_models() -> None:
             try:
                 with contextlib.suppress(Exception):
                     model.close()
+                model.closed = True
             finally:
                 model.lock.release()
         _MODELS.clear()
@@ -158,6 +159,8 @@ class LocalProvider:
         lm = self.loaded()
         mode, offered, turns = self._turns(messages, tools, options.tool_choice)
         with lm.lock:
+            if lm.closed:
+                raise ModelError("the local model was closed: hermes is exiting")
             tokens, fitted = self._fit(lm, turns)
             self._reuse_prefix(lm, fitted, tokens)
             room = lm.n_ctx - len(tokens)
@@ -179,7 +182,12 @@ class LocalProvider:
         if not turns or turns[0].role != "system":
             return
         with lm.lock:
-            self._reuse_prefix(lm, turns, lm.tokenize(lm.render([turns[0].as_dict()], generation_prompt=False)))
+            if lm.closed:  # hermes is exiting
+                return
+            tokens = lm.tokenize(lm.render([turns[0].as_dict()], generation_prompt=False))
+            if len(tokens) > _budget(lm):  # the call would cut this prompt: its prefix would not be used
+                return
+            self._reuse_prefix(lm, turns, tokens)
 
     def _turns(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
                choice: str | dict[str, Any] | None) -> tuple[str, list[dict[str, Any]], list[Turn]]:
@@ -260,8 +268,7 @@ class LocalProvider:
     # -- context window -------------------------------------------------------------------------------
     def _fit(self, lm: Engine, turns: list[Turn]) -> tuple[list[int], list[Turn]]:
         """Prompt tokens that leave room for a reply: older turns dropped, long contents cut (never an error)."""
-        reserve = min(MAX_REPLY, max(64, lm.n_ctx // 4))
-        budget = lm.n_ctx - reserve
+        budget = _budget(lm)
         fitted, self.dropped = fit(turns, lm.count, budget)
         tokens = lm.tokenize(lm.render([t.as_dict() for t in fitted]))
         for _ in range(3):  # per-message estimates miss the template's markup: tighten until it fits
@@ -397,6 +404,11 @@ class FirstCallForced:
                 options, tool_choice="none" if tools else None, answer_choices=lines or None))
         choice = {"type": "function", "function": {"name": self.tool}}
         return self.inner.complete(messages, tools, replace(options, tool_choice=choice if tools else None))
+
+
+def _budget(lm: Engine) -> int:
+    """Prompt tokens a call may use: the context window less the room kept for the reply."""
+    return lm.n_ctx - min(MAX_REPLY, max(64, lm.n_ctx // 4))
 
 
 def _prefix_cuts(head: str) -> list[int]:

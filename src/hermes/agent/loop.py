@@ -81,6 +81,8 @@ def _without_images(message: dict[str, Any]) -> dict[str, Any]:
 INTERRUPTED_RESULT = "interrupted by the user before this tool finished"
 #: ends the stored text of an answer the user interrupted while it streamed (so a resumed session knows)
 INTERRUPTED_ANSWER_MARK = "[interrupted by the user]"
+#: seconds closing a session waits for its model to finish getting ready (a first prefix: a few seconds)
+PREPARE_WAIT = 60.0
 
 
 @dataclass
@@ -121,6 +123,7 @@ class Agent:
         self._streaming: list[str] = []
         #: images the running reply's tool calls returned, by call id (shown to the model after the results)
         self._tool_images: dict[str, list[str]] = {}
+        self._preparing: threading.Thread | None = None
         self.session = ToolSession(self.registry, self.tools, self._context(), state=self.state)
         self._definitions = self.session.definitions()
 
@@ -174,6 +177,7 @@ class Agent:
 
         thread = threading.Thread(target=run, name="hermes-model-prepare", daemon=True)
         thread.start()
+        self._preparing = thread
         return thread
 
     def interrupt(self) -> None:
@@ -185,7 +189,10 @@ class Agent:
         return self._cancel.is_set()
 
     def close(self) -> None:
-        """End the session: run what tools asked to run at its end (e.g. stop its background processes)."""
+        """End the session: run what tools asked to run at its end (e.g. stop its background processes).
+        A model still getting ready (:meth:`prepare`) is waited for, so that nothing frees it under that."""
+        if self._preparing is not None:
+            self._preparing.join(PREPARE_WAIT)
         callbacks = self.state.pop(SESSION_END_KEY, {})
         for key, callback in callbacks.items():
             try:

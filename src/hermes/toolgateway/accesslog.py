@@ -64,6 +64,7 @@ def secret_segment(text: str) -> bool:
 #: tens of microseconds a request; a path that held something to mask is never remembered
 _CLEAN_PATHS: dict[str, None] = {}
 _CLEAN_PATHS_MAX = 4096
+_CLEAN_PATH_LENGTH = 512
 
 
 def redact_path(path: str) -> str:
@@ -79,9 +80,10 @@ def redact_path(path: str) -> str:
             masked = True
     if masked:
         return "/".join(segments)
-    if len(_CLEAN_PATHS) >= _CLEAN_PATHS_MAX:
-        _CLEAN_PATHS.clear()
-    _CLEAN_PATHS[path] = None
+    if len(path) <= _CLEAN_PATH_LENGTH:
+        if len(_CLEAN_PATHS) >= _CLEAN_PATHS_MAX:
+            _CLEAN_PATHS.clear()
+        _CLEAN_PATHS[path] = None
     return path
 
 

@@ -22,6 +22,7 @@ import asyncio
 import hashlib
 from collections import deque
 from typing import Any, cast
+from urllib.parse import parse_qsl, urlsplit
 
 import redis
 from redis.connection import UnixDomainSocketConnection
@@ -44,7 +45,11 @@ def lean_url_supported(url: str) -> bool:
     except ValueError:
         return False
     kind = parts.get("connection_class")
-    return set(parts) <= _LEAN_KEYS and kind in (None, UnixDomainSocketConnection)
+    query = {name for name, _ in parse_qsl(urlsplit(url).query, keep_blank_values=True)}
+    # options in the query: redis-py reads some of them as connection settings (``?path=`` would even
+    # turn a TCP URL into a Unix socket one); only a Unix socket URL's ``db`` is taken here
+    allowed = {"db"} if kind is UnixDomainSocketConnection else set()
+    return set(parts) <= _LEAN_KEYS and kind in (None, UnixDomainSocketConnection) and query <= allowed
 
 
 class _ErrorReply:
@@ -164,9 +169,17 @@ class _Connection(asyncio.Protocol):
     async def call(self, timeout: float, *args: bytes | str | int | float) -> Any:
         if self.closed or self.transport is None:
             raise redis.ConnectionError("the connection to Redis was closed")
+        if self.transport.is_closing():
+            self.closed = True
+            raise redis.ConnectionError("the connection to Redis was closed")
         future: asyncio.Future[Any] = self.loop.create_future()
         self.waiting.append(future)
-        self.transport.write(_encode(args))
+        try:
+            self.transport.write(_encode(args))
+        except (RuntimeError, OSError) as exc:  # uvloop raises once its handle is closed
+            self.waiting.remove(future)
+            self.closed = True
+            raise redis.ConnectionError(f"the connection to Redis was closed: {exc}") from None
         expiry = self.loop.call_later(timeout, self._expire, future)
         try:
             return await future
@@ -190,23 +203,30 @@ class LeanRedis:
         self.script = script.encode("utf-8")
         self.sha = hashlib.sha1(self.script).hexdigest().encode("ascii")  # Redis names scripts by SHA-1
         self._conn: _Connection | None = None
-        self._guard: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._connecting: asyncio.Task[_Connection] | None = None
 
     async def _connection(self) -> _Connection:
+        """The loop's connection; while one is being made every caller waits for that same attempt, so a
+        Redis that does not answer fails them all after one timeout, not one timeout each in turn."""
         loop = asyncio.get_running_loop()
         conn = self._conn
         if conn is not None and not conn.closed and conn.loop is loop:
             return conn
-        if self._guard is None or self._guard[0] is not loop:
-            self._guard = (loop, asyncio.Lock())
-        async with self._guard[1]:
-            conn = self._conn
-            if conn is not None and not conn.closed and conn.loop is loop:
-                return conn
+        pending = self._connecting
+        if pending is None or pending.get_loop() is not loop:
             if conn is not None:
                 conn.close()  # dropped, or of another event loop
-            self._conn = await self._connect(loop)
-            return self._conn
+                self._conn = None
+            pending = loop.create_task(self._connect(loop))
+            self._connecting = pending
+            pending.add_done_callback(self._connected)
+        return await asyncio.shield(pending)
+
+    def _connected(self, task: asyncio.Task[_Connection]) -> None:
+        if self._connecting is task:
+            self._connecting = None
+        if not task.cancelled() and task.exception() is None:
+            self._conn = task.result()
 
     async def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
         def protocol() -> _Connection:
@@ -222,8 +242,9 @@ class LeanRedis:
             _, conn = await asyncio.wait_for(opened, self.timeout)
         except TimeoutError:
             raise redis.TimeoutError("connecting to Redis timed out") from None
-        except OSError as exc:
-            raise redis.ConnectionError(f"cannot connect to Redis: {exc.strerror or exc}") from None
+        except (OSError, ValueError) as exc:
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise redis.ConnectionError(f"cannot connect to Redis: {detail}") from None
         steps: list[tuple[bytes | str | int, ...]] = []
         if opts.get("password") is not None:
             user = opts.get("username")
