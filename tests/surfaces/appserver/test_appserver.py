@@ -232,3 +232,27 @@ def test_on_a_shared_machine_loopback_can_require_the_token(model_server: Any, h
         rpc.close()
     finally:
         server.stop()
+
+
+def test_keys_sent_back_to_back_reach_the_terminal_in_order(serve: Serve, model_server: Any, tmp_path: Path) -> None:
+    """A terminal's keys come one message each, as fast as a person (or a paste) types: the server answers
+    messages concurrently, but the keys must reach the shell in the order they were sent."""
+    import time
+
+    server = serve(model_server([Reply(content="unused")]).url)
+    rpc = Rpc(url_of(server))
+    terminal = rpc.call("terminal.open", {"cwd": str(tmp_path)})["terminal"]
+    out = tmp_path / "typed.txt"
+    rpc.call("terminal.input", {"terminal": terminal, "data": f"stty -echo; cat > {out}\n"})
+    time.sleep(0.5)  # the shell runs cat; the keys below go to cat's standard input
+    typed = "".join(f"{i:03d}," for i in range(400))
+    for n, key in enumerate(typed, 1000):  # no waiting for answers: like keydown events, back to back
+        rpc.ws.send(json.dumps({"jsonrpc": "2.0", "id": n, "method": "terminal.input",
+                                "params": {"terminal": terminal, "data": key}}))
+    rpc.call("terminal.input", {"terminal": terminal, "data": "\n\x04"})
+    deadline = time.monotonic() + 30
+    while (not out.exists() or out.read_text().strip() != typed) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert out.read_text().strip() == typed
+    rpc.call("terminal.close", {"terminal": terminal})
+    rpc.close()

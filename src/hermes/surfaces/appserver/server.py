@@ -49,6 +49,12 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
+#: requests answered one after another, in the order they came (each other request gets a thread at once,
+#: so a slow one holds up nothing): a terminal's keys, one message each, must reach the shell in order.
+#: A plain text test: a message that only mentions the name elsewhere is merely ordered too.
+_ORDERED = '"terminal.input"'
+
+
 def handle(api: AppApi, client: WsClient, raw: str) -> dict[str, Any] | None:
     """One JSON-RPC message → its response (None for a notification from the client)."""
     try:
@@ -97,17 +103,23 @@ def build_app(api: AppApi, gate: Gate) -> Starlette:
             while (message := await client.outbox.get()) is not None:
                 await websocket.send_text(json.dumps(message, ensure_ascii=False, default=str))
 
-        async def answer(raw: str) -> None:
+        async def answer(raw: str, after: asyncio.Task[None] | None = None) -> None:
+            if after is not None:  # a key of a terminal: the one sent before it is written first
+                await asyncio.wait({after})
             response = await asyncio.to_thread(handle, api, client, raw)
             if response is not None:
                 client.send(response)
 
         writing = asyncio.create_task(writer())
         pending: set[asyncio.Task[None]] = set()
+        keys: asyncio.Task[None] | None = None  # the last terminal.input: they are handled in order
         try:
             while True:
                 raw = await websocket.receive_text()
-                task = asyncio.create_task(answer(raw))
+                if _ORDERED in raw:
+                    task = keys = asyncio.create_task(answer(raw, keys))
+                else:
+                    task = asyncio.create_task(answer(raw))
                 pending.add(task)
                 task.add_done_callback(pending.discard)
         except WebSocketDisconnect:
