@@ -44,6 +44,11 @@ def installed_engines() -> list[str]:
     return found
 
 
+def shared_prefix(a: list[int], b: list[int]) -> int:
+    """How many tokens ``a`` and ``b`` share from their start."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 class Engine(ABC):
     """One loaded model and its context; use under :attr:`lock` (llama.cpp is not thread-safe)."""
 
@@ -195,9 +200,7 @@ class LlamaCppPython(Engine):
         self.llm.eval(tokens)
 
     def extend(self, tokens: list[int]) -> None:
-        cached = self.cached()
-        common = next((i for i, (a, b) in enumerate(zip(cached, tokens, strict=False)) if a != b),
-                      min(len(cached), len(tokens)))
+        common = shared_prefix(self.cached(), tokens)
         self.llm.n_tokens = common  # eval drops the cache beyond n_tokens before it evaluates
         if common < len(tokens):
             self.llm.eval(tokens[common:])
@@ -290,11 +293,10 @@ class Cyllama(Engine):
 
     def _keep(self, tokens: list[int]) -> None:
         """Keep the longest cached prefix of ``tokens`` (at least one token left to evaluate), drop the rest."""
-        common = 0
-        for cached, wanted in zip(self._tokens, tokens[:-1], strict=False):
-            if cached != wanted:
-                break
-            common += 1
+        self._truncate(shared_prefix(self._tokens, tokens[:-1]))
+
+    def _truncate(self, common: int) -> None:
+        """Drop the cache after its first ``common`` tokens (all of it when llama.cpp cannot)."""
         if common < len(self._tokens):
             if not self.ctx.memory_seq_rm(0, common, -1):
                 self.ctx.kv_cache_clear()
@@ -351,7 +353,7 @@ class Cyllama(Engine):
         self._decode(tokens)
 
     def extend(self, tokens: list[int]) -> None:
-        self._keep([*tokens, -1])  # keeps at most all of ``tokens``
+        self._truncate(shared_prefix(self._tokens, tokens))
         self._decode(tokens[len(self._tokens):])
 
     def get_state(self) -> bytes:

@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hermes.agent.local_engine import Engine, installed_engines, open_engine
+from hermes.agent.local_engine import Engine, installed_engines, open_engine, shared_prefix
 from hermes.agent.local_model import (
     INSTALL_HINT,
     Turn,
@@ -257,9 +257,7 @@ class LocalProvider:
     @staticmethod
     def _prefix_at(lm: Engine, head: str, tokens: list[int]) -> list[int]:
         """The tokens of ``tokens`` that ``head`` covers, less the last (it may merge across the cut)."""
-        alone = lm.tokenize(head)
-        common = next((i for i, (a, b) in enumerate(zip(alone, tokens, strict=False)) if a != b), len(alone))
-        return tokens[: max(0, min(common, len(tokens)) - 1)]
+        return tokens[: max(0, shared_prefix(lm.tokenize(head), tokens) - 1)]
 
     def _key(self, lm: Engine, prefix: list[int]) -> str:
         assert self.settings.path is not None
