@@ -6,6 +6,9 @@
   var C = root.HermesComponents;
   var api = null, $ = function (id) { return document.getElementById(id); };
   var NEXT = "applies from the next session";
+  // Each model-list render or pick takes a number; an answer that comes back after a later one started is
+  // dropped, so a slow list never overwrites a newer pick's status or the model shown in the top bar.
+  var modelTurn = 0, toolTurn = 0;
 
   function say(id, text, level) {
     var node = $(id);
@@ -35,7 +38,9 @@
   }
 
   async function renderModels(refresh) {
+    var turn = ++modelTurn;
     var listed = await api.call("models.list", refresh ? { refresh: true } : {});
+    if (turn !== modelTurn) return false;
     var select = $("model-select"), current = listed.current && listed.current.model;
     select.textContent = "";
     var names = listed.models.slice();
@@ -45,6 +50,7 @@
     if (listed.error) say("model-status", listed.error, "error");
     else say("model-status", names.length + " model" + (names.length === 1 ? "" : "s") + " at the endpoint");
     api.modelShown(listed.current);
+    return true;
   }
 
   async function saveProvider() {
@@ -54,14 +60,15 @@
       else await api.call("settings.unset", { key: "model.provider" });
       if (url) await api.call("settings.set", { key: "model.base_url", value: url });
       else await api.call("settings.unset", { key: "model.base_url" });
-      await renderModels(true);
-      say("model-status", $("model-status").textContent + "; the provider " + NEXT);
+      if (await renderModels(true)) say("model-status", $("model-status").textContent + "; the provider " + NEXT);
     } catch (err) { say("model-status", err.message, "error"); }
   }
 
   async function chooseModel() {
     try {
+      var turn = ++modelTurn;
       var chosen = await api.call("models.select", { model: $("model-select").value });
+      if (turn !== modelTurn) return;
       api.modelShown(chosen.current);
       say("model-status", "model " + chosen.current.model + " " + NEXT);
     } catch (err) { say("model-status", err.message, "error"); }
@@ -70,7 +77,9 @@
   // -- tools ---------------------------------------------------------------------------------------------
 
   async function renderTools() {
+    var turn = ++toolTurn;
     var listed = await api.call("toolsets.list", {});
+    if (turn !== toolTurn) return false;
     var list = $("toolset-list");
     list.textContent = "";
     listed.toolsets.forEach(function (t) {
@@ -93,13 +102,13 @@
       ]));
     });
     say("toolset-status", "a new session gets " + listed.tools.length + " tools here");
+    return true;
   }
 
   async function toggle(name, on) {
     try {
       var changed = await api.call(on ? "toolsets.enable" : "toolsets.disable", { names: [name] });
-      await renderTools();
-      say("toolset-status", changed.changed.join(" ") + " (" + NEXT + ")");
+      if (await renderTools()) say("toolset-status", changed.changed.join(" ") + " (" + NEXT + ")");
     } catch (err) { say("toolset-status", err.message, "error"); await renderTools(); }
   }
 
