@@ -60,8 +60,8 @@ def test_wav_speech_is_real_audio_and_metered(gw: GatewayHarness) -> None:
     assert resp.headers["content-type"] == "audio/wav" and resp.content[:4] == b"RIFF"
     assert 1.5 < wav_seconds(resp.content) < 15
     user = gw.side.accounts.get_user("alice")
-    row = gw.side.conn.execute("SELECT vendor, units, status FROM usage WHERE user_id = ? ORDER BY id DESC",
-                               (user.id,)).fetchone()
+    row = gw.usage_rows("SELECT vendor, units, status FROM usage WHERE user_id = ? ORDER BY id DESC",
+                               (user.id,))[0]
     assert (row[0], row[1], row[2]) == ("espeak", len(SENTENCE), 200)
 
 

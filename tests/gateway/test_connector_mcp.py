@@ -87,8 +87,8 @@ def test_an_mcp_servers_tools_are_the_apps_actions_and_calls_are_metered(gw: Gat
     bad = _api(gw, "POST", "/v1/connectors/clock/actions/get_current_time", token,
                {"account": ids["clock"], "arguments": {"timezone": "Mars/Olympus"}})
     assert bad.status_code == 502 and "clock" in bad.json()["error"]
-    rows = gw.side.conn.execute("SELECT operation, units, status FROM usage WHERE category = 'connectors' "
-                                "AND vendor = 'clock' ORDER BY id").fetchall()
+    rows = gw.usage_rows("SELECT operation, units, status FROM usage WHERE category = 'connectors' "
+                                "AND vendor = 'clock' ORDER BY id")
     assert [tuple(r) for r in rows][-3:] == [("clock.get_current_time", 1, 200), ("clock.convert_time", 1, 200),
                                              ("clock.get_current_time", 0, 502)]
     # the server gets its configured env, never the gateway process's own

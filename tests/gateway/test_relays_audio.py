@@ -70,8 +70,8 @@ def transcribe(gw: GatewayHarness, token: str, fmt: str = "text", audio: bytes =
 
 def units(gw: GatewayHarness, name: str, operation: str) -> list[tuple[int, int]]:
     user = gw.side.accounts.get_user(name)
-    rows = gw.side.conn.execute("SELECT units, status FROM usage WHERE user_id = ? AND operation = ? ORDER BY id",
-                                (user.id, operation)).fetchall()
+    rows = gw.usage_rows("SELECT units, status FROM usage WHERE user_id = ? AND operation = ? ORDER BY id",
+                                (user.id, operation))
     return [(int(r[0]), int(r[1])) for r in rows]
 
 

@@ -84,8 +84,8 @@ class Client:
 
 def usage(gw: GatewayHarness, name: str) -> list[tuple[str, int, int]]:
     user = gw.side.accounts.get_user(name)
-    rows = gw.side.conn.execute("SELECT operation, units, status FROM usage WHERE user_id = ? ORDER BY id",
-                                (user.id,)).fetchall()
+    rows = gw.usage_rows("SELECT operation, units, status FROM usage WHERE user_id = ? ORDER BY id",
+                                (user.id,))
     return [(str(r[0]), int(r[1]), int(r[2])) for r in rows]
 
 

@@ -66,8 +66,8 @@ def test_video_generate_through_the_gateway_relay(hermes_home: Path, monkeypatch
     assert all(token not in str(r) for r in seen)
     assert sum(1 for r in seen if r["path"].endswith("/status")) >= 3
     user = gw.side.accounts.get_user("alice")
-    rows = gw.side.conn.execute("SELECT operation, category, units FROM usage WHERE user_id = ? ORDER BY id",
-                                (user.id,)).fetchall()
+    rows = gw.usage_rows("SELECT operation, category, units FROM usage WHERE user_id = ? ORDER BY id",
+                                (user.id,))
     ops = [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
     assert ops[0] == ("submit", "fal-video", 1) and ops[-1] == ("result", "fal-video", 0)
     assert {category for _op, category, _units in ops} == {"fal-video"}

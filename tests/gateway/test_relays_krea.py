@@ -96,8 +96,8 @@ class Client:
 
 def usage(gw: GatewayHarness, name: str) -> list[tuple[str, str, int, int]]:
     user = gw.side.accounts.get_user(name)
-    rows = gw.side.conn.execute("SELECT category, operation, units, status FROM usage WHERE user_id = ? ORDER BY id",
-                                (user.id,)).fetchall()
+    rows = gw.usage_rows("SELECT category, operation, units, status FROM usage WHERE user_id = ? ORDER BY id",
+                                (user.id,))
     return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in rows]
 
 

@@ -97,8 +97,8 @@ def images(gw: GatewayHarness, token: str, path: str, **kwargs: Any) -> httpx.Re
 
 def usage(gw: GatewayHarness, name: str) -> list[tuple[str, str, str, int, int]]:
     user = gw.side.accounts.get_user(name)
-    rows = gw.side.conn.execute("SELECT category, vendor, operation, units, status FROM usage WHERE user_id = ? "
-                                "ORDER BY id", (user.id,)).fetchall()
+    rows = gw.usage_rows("SELECT category, vendor, operation, units, status FROM usage WHERE user_id = ? "
+                                "ORDER BY id", (user.id,))
     return [(str(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in rows]
 
 

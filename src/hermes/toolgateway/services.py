@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from hermes.net.h1client import H1Client
     from hermes.toolgateway.peers import Peers
     from hermes.toolgateway.storage.pg_async import AsyncPool, ChangeListener
+    from hermes.toolgateway.storage.sqlite_usage import ThreadedInsert
     from hermes.toolgateway.storage.usage_journal import UsageWriter
 
 log = logging.getLogger("hermes.toolgateway")
@@ -57,6 +58,7 @@ class Gateway:
         self._vendor_client: H1Client | None = None
         self._pool: AsyncPool | None = None
         self._writer: UsageWriter | None = None
+        self._sqlite_insert: ThreadedInsert | None = None
         self._listener: ChangeListener | None = None
         self.admin_token = ""
         self._peers: Peers | None = None
@@ -117,6 +119,8 @@ class Gateway:
         self.peers.forget_mine()
         if self.config.database_url:
             await self._start_hot_path(self.config.database_url)
+        else:
+            await self._start_sqlite_journal()
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, connect=10.0),
             limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30.0),
@@ -128,6 +132,20 @@ class Gateway:
 
         self._vendor_client = H1Client(max_connections=512, max_idle_per_origin=128, keepalive_expiry=30.0,
                                        connect_timeout=10.0, user_agent="hermes-toolgateway/1")
+
+    async def _start_sqlite_journal(self) -> None:
+        """SQLite: usage rows journalled and inserted in batches by a thread of their own (:mod:`.sqlite_usage`)."""
+        from hermes.toolgateway.storage.sqlite_usage import ThreadedInsert
+        from hermes.toolgateway.storage.usage_journal import UsageWriter
+
+        insert = self._sqlite_insert = ThreadedInsert(self.config.db_path)
+        writer = UsageWriter(self.config.state_dir / "usage-journal", insert)
+        try:
+            await writer.start()
+        except BaseException:
+            await insert.close()
+            raise
+        self._writer = self.meter.writer = writer
 
     async def _start_hot_path(self, url: str) -> None:
         """PostgreSQL: the async pool for tokens, quotas and usage, and the usage journal (replayed first)."""
@@ -159,6 +177,9 @@ class Gateway:
             self._writer = None
             if self._meter is not None:
                 self._meter.writer = None
+        if self._sqlite_insert is not None:
+            await self._sqlite_insert.close()
+            self._sqlite_insert = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None

@@ -74,5 +74,13 @@ class GatewayHarness:
         user = self.side.accounts.get_user(name)
         return self.side.accounts.issue_access_token(user, ttl=ttl, scope=scope).token
 
+    def usage_rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        """``sql`` on the side connection, after the served process wrote out its journalled usage rows:
+        the admin usage view writes them out before it reads, as every usage view does."""
+        resp = httpx.get(self.url + "/api/admin/usage", headers={"authorization": f"Bearer {self.side.admin_token}"},
+                         timeout=30)
+        assert resp.status_code == 200, resp.text
+        return list(self.side.conn.execute(sql, params).fetchall())
+
     def client(self, **kwargs: Any) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=30, **kwargs)

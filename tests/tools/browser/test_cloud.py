@@ -80,7 +80,7 @@ def test_the_tools_drive_a_browser_of_our_own_gateway_and_stop_it_at_the_end(
         pages.stop()
     assert wait_until(lambda: live.id not in pool.sessions, 15), "the gateway session was not stopped"
     user = gw.side.accounts.get_user("alice")
-    rows = gw.side.conn.execute("SELECT units FROM usage WHERE user_id = ? AND units > 0", (user.id,)).fetchall()
+    rows = gw.usage_rows("SELECT units FROM usage WHERE user_id = ? AND units > 0", (user.id,))
     assert [int(r[0]) for r in rows] == [1]  # one metered session
 
 

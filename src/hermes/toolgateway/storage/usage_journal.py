@@ -4,18 +4,22 @@ With PostgreSQL, inserting the usage row before answering costs every request a 
 trip. :class:`UsageWriter` takes it off the path and still loses nothing:
 
 1. **write ahead** — :meth:`UsageWriter.record` appends the row, as one JSON line, to this process's
-   journal segment (``<state dir>/usage-journal/usage-<pid>-<n>.jsonl``, mode 0600) with a single
+   journal segment (``<state dir>/usage-journal/usage-<owner>-<n>.jsonl``, mode 0600) with a single
    ``write(2)`` on an ``O_APPEND`` descriptor before the answer leaves. A process killed after it
    answered (``kill -9``, a crash) has the row in the file: the kernel holds it even if the process is
    gone. (Power loss may still lose what the page cache held: the journal is not ``fsync``-ed per row.)
-2. **batch** — a background task seals the current segment every :data:`FLUSH_INTERVAL` seconds (or at
-   :data:`BATCH` rows), inserts its rows in one transaction, and deletes the segment only once they
-   are committed. While the database is down the rows wait (in memory and in their segments) and the
-   insert is retried.
+2. **batch** — a background task inserts the rows recorded so far every :data:`FLUSH_INTERVAL` seconds
+   (or at :data:`BATCH` rows) in one transaction. A segment takes rows until it holds
+   :data:`SEGMENT_ROWS`; the next flush then seals it and opens another, and a sealed segment is deleted
+   once all its rows are committed (so a flush costs no file operations, only the insert). While the
+   database is down the rows wait (in memory and in their segments) and the insert is retried.
 3. **replay** — every row carries a unique id (``usage.rid``) and the insert is ``ON CONFLICT (rid) DO
-   NOTHING``, so replaying a segment whose rows were committed just before a crash counts nothing
-   twice. At start-up each process replays the segments of processes that are gone (a segment's owner
-   holds an ``flock`` on ``usage-<pid>.lock`` while it runs) and deletes them.
+   NOTHING``, so replaying a segment whose rows were committed before a crash (the current segment's
+   usually were) counts nothing twice. At start-up each process replays the segments of writers that are
+   gone (a segment's owner holds an ``flock`` on ``usage-<owner>.lock`` while it runs) and deletes them.
+   The owner is the process id and a number of the writer within the process (``<pid>-<k>``): two gateways
+   served by one process (tests, an embedding application) on one state directory each keep their own
+   segments and never replay the other's.
 
 A row whose user was deleted in the meantime is dropped by the insert itself (``WHERE EXISTS``), as the
 delete's cascade would have dropped it.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import itertools
 import json
 import logging
 import os
@@ -37,11 +42,15 @@ from typing import Any
 log = logging.getLogger("hermes.toolgateway")
 
 BATCH = 256
+#: rows a segment takes before the next flush seals it (a crash replays at most about this many rows twice)
+SEGMENT_ROWS = 4096
 FLUSH_INTERVAL = 0.02
 RETRY_DELAY = 1.0
 #: the columns of one usage row, in journal and insert order
 COLUMNS = ("rid", "ts", "user_id", "jti", "category", "vendor", "operation", "units", "cost", "status", "latency_ms")
-_SEGMENT = re.compile(r"^usage-(\d+)-(\d+)\.jsonl$")
+#: a segment's owner and number (owners written before 2026-12-03 are a bare pid)
+_SEGMENT = re.compile(r"^usage-(\d+(?:-\d+)?)-(\d+)\.jsonl$")
+_instances = itertools.count(1)
 
 Insert = Callable[[Sequence[Sequence[Any]]], Awaitable[None]]
 
@@ -75,19 +84,21 @@ class UsageWriter:
     """This process's usage journal and its background flusher (``insert`` writes one batch, idempotently)."""
 
     def __init__(self, directory: Path, insert: Insert, *, batch: int = BATCH,
-                 interval: float = FLUSH_INTERVAL) -> None:
+                 interval: float = FLUSH_INTERVAL, segment_rows: int = SEGMENT_ROWS) -> None:
         self.directory = directory
         self.insert = insert
         self.batch = batch
         self.interval = interval
-        self.pid = os.getpid()
+        self.segment_rows = segment_rows
+        self.owner = f"{os.getpid()}-{next(_instances)}"
         self._seq = 0
         self._fd = -1
         self._lock_fd = -1
         self._segment: Path | None = None
         self._sealed: list[Path] = []
         self._pending: list[list[Any]] = []  # rows of the sealed segments and the current one, in order
-        self._sealed_rows = 0
+        self._sealed_rows = 0  # how many of the pending rows are in sealed segments
+        self._segment_rows = 0  # rows written to the current segment
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._flushing = asyncio.Lock()
@@ -101,7 +112,7 @@ class UsageWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(OSError):
             os.chmod(self.directory, 0o700)
-        self._lock_fd = os.open(self.directory / f"usage-{self.pid}.lock", os.O_CREAT | os.O_RDWR, 0o600)
+        self._lock_fd = os.open(self.directory / f"usage-{self.owner}.lock", os.O_CREAT | os.O_RDWR, 0o600)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         replayed = await self.replay_orphans()
         self._open_segment()
@@ -110,21 +121,20 @@ class UsageWriter:
 
     async def replay_orphans(self) -> int:
         """Insert the rows of every segment whose process is gone, then delete those segments."""
-        segments: dict[int, list[Path]] = {}
+        segments: dict[str, list[Path]] = {}
         for path in sorted(self.directory.iterdir()):
             found = _SEGMENT.match(path.name)
-            if found:  # our own pid too: a process before us had it (a container restarted)
-                segments.setdefault(int(found.group(1)), []).append(path)
+            if found and found.group(1) != self.owner:  # our pid too: a process before us had it (a restart)
+                segments.setdefault(found.group(1), []).append(path)
         replayed = 0
-        for pid, paths in segments.items():
-            lock = self.directory / f"usage-{pid}.lock"
-            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600) if pid != self.pid else -1
+        for owner, paths in segments.items():
+            lock = self.directory / f"usage-{owner}.lock"
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o600)
             try:
                 try:
-                    if fd >= 0:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a separate open file: taken even in-process
                 except BlockingIOError:
-                    continue  # that process still runs
+                    continue  # its writer still runs
                 rows = [row for path in sorted(paths, key=lambda p: int(_SEGMENT.match(p.name).group(2)))  # type: ignore[union-attr]
                         for row in _read_segment(path)]
                 for start in range(0, len(rows), self.batch):
@@ -132,11 +142,9 @@ class UsageWriter:
                 replayed += len(rows)
                 for path in paths:
                     path.unlink(missing_ok=True)
-                if fd >= 0:
-                    lock.unlink(missing_ok=True)
+                lock.unlink(missing_ok=True)
             finally:
-                if fd >= 0:
-                    os.close(fd)
+                os.close(fd)
         if replayed:
             log.warning("usage journal: replayed %d row(s) of gateway processes that stopped", replayed)
         return replayed
@@ -159,7 +167,7 @@ class UsageWriter:
         if not self._pending and self._segment is not None:
             self._segment.unlink(missing_ok=True)
             if self._lock_fd >= 0:
-                (self.directory / f"usage-{self.pid}.lock").unlink(missing_ok=True)
+                (self.directory / f"usage-{self.owner}.lock").unlink(missing_ok=True)
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1
@@ -170,7 +178,8 @@ class UsageWriter:
         line = (json.dumps(list(row), separators=(",", ":")) + "\n").encode("utf-8")
         os.write(self._fd, line)
         self._pending.append(list(row))
-        if len(self._pending) - self._sealed_rows >= self.batch:
+        self._segment_rows += 1
+        if len(self._pending) >= self.batch:
             self._wake.set()
 
     @property
@@ -180,29 +189,37 @@ class UsageWriter:
     # -- batches ---------------------------------------------------------------------------------------
     def _open_segment(self) -> None:
         self._seq += 1
-        self._segment = self.directory / f"usage-{self.pid}-{self._seq}.jsonl"
+        self._segment = self.directory / f"usage-{self.owner}-{self._seq}.jsonl"
         self._fd = os.open(self._segment, os.O_CREAT | os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        self._segment_rows = 0
 
     def _seal(self) -> None:
-        if self._segment is not None and len(self._pending) > self._sealed_rows:
+        """Close the current segment (its rows are the first ``len(self._pending)`` pending ones) and open a new one."""
+        if self._segment is not None and self._segment_rows:
             os.close(self._fd)
             self._sealed.append(self._segment)
             self._sealed_rows = len(self._pending)
             self._open_segment()
 
     async def flush(self) -> None:
-        """Insert every row recorded so far; their segments are deleted once committed."""
+        """Insert every row recorded so far. A segment is sealed once it holds :data:`SEGMENT_ROWS` rows and
+        deleted once all its rows are committed; until then a crash replays it, rows already inserted
+        included, which their ids turn into no-ops."""
         async with self._flushing:
-            self._seal()
-            while self._sealed_rows:
-                batch = self._pending[:min(self._sealed_rows, self.batch * 4)]
+            if self._segment_rows >= self.segment_rows:
+                self._seal()
+            todo = len(self._pending)  # rows recorded while a batch is written wait for the next flush
+            while todo:
+                batch = self._pending[:min(todo, self.batch * 4)]
                 await self.insert(batch)
                 del self._pending[:len(batch)]
-                self._sealed_rows -= len(batch)
+                todo -= len(batch)
+                self._sealed_rows = max(0, self._sealed_rows - len(batch))
                 self.flushed += len(batch)
-            for path in self._sealed:
-                path.unlink(missing_ok=True)
-            self._sealed.clear()
+            if not self._sealed_rows:
+                for path in self._sealed:
+                    path.unlink(missing_ok=True)
+                self._sealed.clear()
 
     async def _run(self) -> None:
         while True:

@@ -1,0 +1,181 @@
+"""SQLite's usage rows through the usage journal (storage/sqlite_usage.py, storage/usage_journal.py): a real
+``serve`` process on a SQLite file answers while its batches cannot commit, is killed, and the next start
+inserts every answered row exactly once; batches replayed twice count nothing twice, rows of deleted users
+are dropped, and two writers of one process on one state directory never take each other's segments."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from fakes.pg_redis import free_port, hermes
+from fakes.vendors import ServerThread
+from hermes.toolgateway.storage.sqlite import connect
+from hermes.toolgateway.storage.sqlite_usage import ThreadedInsert
+from hermes.toolgateway.storage.usage_journal import UsageWriter
+
+CONFIG = """
+access_log = "off"
+[rate_limit]
+per_second = 0
+burst = 0
+[relays.firecrawl]
+scrape = "local"
+search = "off"
+allow_loopback = true
+"""
+
+
+def _row(rid: str, user_id: int, units: int = 1) -> list[object]:
+    return [rid, 1767225600.0, user_id, None, "firecrawl", "local", "scrape", units, 0.0, 200, 1.5]
+
+
+def _serve(home: Path, config: Path, port: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "hermes", "toolgateway", "serve", "--port", str(port), "--config",
+                             str(config)], env={**os.environ, "HERMES_HOME": str(home)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 40
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
+                return proc
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"the gateway did not start: {proc.communicate(timeout=10)[1]}")
+        time.sleep(0.05)
+
+
+def test_answered_rows_survive_a_kill_while_no_batch_can_commit(tmp_path: Path, pages: ServerThread) -> None:
+    home = tmp_path / "home"
+    config = tmp_path / "gateway.toml"
+    config.write_text(CONFIG)
+    hermes(home, "users", "add", "ann", "--plan", "paid")
+    token = hermes(home, "tokens", "issue", "ann").stdout.split()[-1]
+    db_path = home / "toolgateway" / "gateway.db"
+    port = free_port()
+    proc = _serve(home, config, port)
+    blocker = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # holds the write lock: no usage batch can commit meanwhile
+        for _ in range(20):
+            resp = httpx.post(f"http://127.0.0.1:{port}/relay/firecrawl/v2/scrape",
+                              json={"url": pages.url + "/article", "formats": ["markdown"]},
+                              headers={"authorization": f"Bearer {token}"}, timeout=30)
+            assert resp.status_code == 200, resp.text
+        proc.send_signal(signal.SIGKILL)  # answered 20 times, committed none of them
+        proc.communicate(timeout=20)
+        blocker.execute("ROLLBACK")
+        assert blocker.execute("SELECT COUNT(*) FROM usage").fetchone() == (0,)
+    finally:
+        blocker.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=20)
+    journal = home / "toolgateway" / "usage-journal"
+    assert sum(len(p.read_text().splitlines()) for p in journal.glob("usage-*.jsonl")) == 20
+
+    again = _serve(home, config, port)  # replays the killed process's segments at start
+    try:
+        deadline = time.monotonic() + 20
+        conn = sqlite3.connect(db_path)
+        while conn.execute("SELECT COUNT(*) FROM usage").fetchone()[0] < 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert conn.execute("SELECT COUNT(*), SUM(units), COUNT(DISTINCT rid), MIN(status) FROM usage").fetchone() \
+            == (20, 20, 20, 200)
+        conn.close()
+        assert not list(journal.glob(f"usage-{proc.pid}-*.jsonl"))
+    finally:
+        again.send_signal(signal.SIGTERM)
+        again.communicate(timeout=20)
+
+
+def test_replayed_batches_count_once_and_rows_of_deleted_users_are_dropped(tmp_path: Path) -> None:
+    db_path = tmp_path / "gateway.db"
+    conn = connect(db_path)
+    conn.execute("INSERT INTO users (uid, name, plan, created) VALUES ('usr_1', 'ann', 'paid', 0)")
+    user_id = int(conn.execute("SELECT id FROM users").fetchone()[0])
+    journal = tmp_path / "journal"
+
+    async def write(rows: list[list[object]]) -> int:
+        insert = ThreadedInsert(db_path)
+        writer = UsageWriter(journal, insert, interval=0.01)
+        replayed = await writer.start()
+        for row in rows:
+            writer.record(row)
+        await writer.close()
+        await insert.close()
+        return replayed
+
+    rows = [_row(f"r{i}", user_id) for i in range(30)] + [_row("gone", user_id + 99)]
+    assert asyncio.run(write(rows)) == 0
+    assert asyncio.run(write(rows[:10])) == 0  # the same ids again: a replay after a crash
+    assert tuple(conn.execute("SELECT COUNT(*), COUNT(DISTINCT rid) FROM usage").fetchone()) == (30, 30)
+    assert not list(journal.glob("usage-*.jsonl"))
+    conn.close()
+
+
+def test_two_writers_of_one_process_keep_their_own_segments(tmp_path: Path) -> None:
+    journal = tmp_path / "journal"
+    inserted: list[str] = []
+
+    async def down(rows: object) -> None:
+        raise ConnectionError("the database is down")
+
+    async def up(rows: list[list[object]]) -> None:
+        inserted.extend(str(r[0]) for r in rows)
+
+    async def main() -> None:
+        first = UsageWriter(journal, down, interval=0.01)
+        await first.start()
+        first.record(_row("kept", 1))
+        second = UsageWriter(journal, up, interval=0.01)
+        assert await second.start() == 0  # the first still runs: its segment is not the second's to replay
+        await second.close()
+        assert inserted == []
+        await first.close()  # still down: the row stays in its segment
+        assert list(journal.glob("usage-*.jsonl"))
+        third = UsageWriter(journal, up, interval=0.01)
+        assert await third.start() == 1
+        await third.close()
+
+    asyncio.run(main())
+    assert inserted == ["kept"]
+
+
+def test_a_segment_is_reused_until_full_and_deleted_once_its_rows_are_in(tmp_path: Path) -> None:
+    journal = tmp_path / "journal"
+    inserted: list[str] = []
+
+    async def up(rows: list[list[object]]) -> None:
+        inserted.extend(str(r[0]) for r in rows)
+
+    def lines() -> list[int]:
+        return sorted(len(p.read_text().splitlines()) for p in journal.glob("usage-*.jsonl"))
+
+    async def main() -> None:
+        writer = UsageWriter(journal, up, interval=3600, segment_rows=5)
+        await writer.start()
+        for i in range(3):
+            writer.record(_row(f"a{i}", 1))
+        await writer.flush()
+        assert inserted == ["a0", "a1", "a2"] and lines() == [3]  # inserted, and still the one segment
+        for i in range(3):
+            writer.record(_row(f"b{i}", 1))
+        await writer.flush()  # the segment holds 6 rows: sealed, written, deleted; a new one is open
+        assert lines() == [0] and len(inserted) == 6
+        writer.record(_row("c0", 1))
+        await writer.close()
+        assert lines() == [] and inserted[-1] == "c0"
+
+    asyncio.run(main())
