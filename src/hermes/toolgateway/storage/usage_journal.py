@@ -48,7 +48,7 @@ FLUSH_INTERVAL = 0.02
 RETRY_DELAY = 1.0
 #: the columns of one usage row, in journal and insert order
 COLUMNS = ("rid", "ts", "user_id", "jti", "category", "vendor", "operation", "units", "cost", "status", "latency_ms")
-#: a segment's owner and number (owners written before 2026-12-03 are a bare pid)
+#: a segment's owner and number (earlier versions wrote a bare pid as the owner)
 _SEGMENT = re.compile(r"^usage-(\d+(?:-\d+)?)-(\d+)\.jsonl$")
 _instances = itertools.count(1)
 
