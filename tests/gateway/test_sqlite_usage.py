@@ -21,7 +21,7 @@ from fakes.pg_redis import free_port, hermes
 from fakes.vendors import ServerThread
 from hermes.toolgateway.storage.sqlite import connect
 from hermes.toolgateway.storage.sqlite_usage import ThreadedInsert
-from hermes.toolgateway.storage.usage_journal import UsageWriter
+from hermes.toolgateway.storage.usage_journal import UsageWriter, journal_dir
 
 CONFIG = """
 access_log = "off"
@@ -82,8 +82,9 @@ def test_answered_rows_survive_a_kill_while_no_batch_can_commit(tmp_path: Path, 
         if proc.poll() is None:
             proc.kill()
             proc.communicate(timeout=20)
-    journal = home / "toolgateway" / "usage-journal"
+    journal = journal_dir(home / "toolgateway", str(db_path.resolve()))
     assert sum(len(p.read_text().splitlines()) for p in journal.glob("usage-*.jsonl")) == 20
+    before = sorted(p.name for p in journal.glob("usage-*.jsonl"))
 
     again = _serve(home, config, port)  # replays the killed process's segments at start
     try:
@@ -94,7 +95,7 @@ def test_answered_rows_survive_a_kill_while_no_batch_can_commit(tmp_path: Path, 
         assert conn.execute("SELECT COUNT(*), SUM(units), COUNT(DISTINCT rid), MIN(status) FROM usage").fetchone() \
             == (20, 20, 20, 200)
         conn.close()
-        assert not list(journal.glob(f"usage-{proc.pid}-*.jsonl"))
+        assert not set(before) & {p.name for p in journal.glob("usage-*.jsonl")}  # replayed and deleted
     finally:
         again.send_signal(signal.SIGTERM)
         again.communicate(timeout=20)
@@ -118,9 +119,15 @@ def test_replayed_batches_count_once_and_rows_of_deleted_users_are_dropped(tmp_p
         return replayed
 
     rows = [_row(f"r{i}", user_id) for i in range(30)] + [_row("gone", user_id + 99)]
+    rows[5][8] = float("nan")  # a cost the database refuses (NOT NULL): that row alone is dropped
     assert asyncio.run(write(rows)) == 0
     assert asyncio.run(write(rows[:10])) == 0  # the same ids again: a replay after a crash
-    assert tuple(conn.execute("SELECT COUNT(*), COUNT(DISTINCT rid) FROM usage").fetchone()) == (30, 30)
+    assert tuple(conn.execute("SELECT COUNT(*), COUNT(DISTINCT rid) FROM usage").fetchone()) == (29, 29)
+    stored = conn.execute("SELECT rid, ts, user_id, jti, category, vendor, operation, units, cost, status, latency_ms "
+                          "FROM usage ORDER BY id").fetchall()
+    assert [r[0] for r in stored] == [f"r{i}" for i in range(30) if i != 5]  # in the order they were recorded
+    assert tuple(stored[0]) == tuple(_row("r0", user_id))  # every column, with its type
+    assert [type(v) for v in stored[0]] == [str, float, int, type(None), str, str, str, int, float, int, float]
     assert not list(journal.glob("usage-*.jsonl"))
     conn.close()
 
@@ -179,3 +186,49 @@ def test_a_segment_is_reused_until_full_and_deleted_once_its_rows_are_in(tmp_pat
         assert lines() == [] and inserted[-1] == "c0"
 
     asyncio.run(main())
+
+
+def test_a_writer_that_died_is_replayed_by_the_next_and_a_failed_start_leaves_no_lock(tmp_path: Path) -> None:
+    """Liveness is the writer's flock alone (owners are random, never the pid: a restarted container's
+    gateway has the same pid every time). A lock file without segments is swept too."""
+    journal = tmp_path / "journal"
+    inserted: list[str] = []
+
+    async def down(rows: object) -> None:
+        raise ConnectionError("the database is down")
+
+    async def up(rows: list[list[object]]) -> None:
+        inserted.extend(str(r[0]) for r in rows)
+
+    async def main() -> None:
+        quiet = UsageWriter(journal, down, interval=3600)
+        await quiet.start()
+        os.close(quiet._lock_fd)  # died before recording anything: only its lock file is left
+        dead = UsageWriter(journal, down, interval=3600)
+        await dead.start()  # sweeps the quiet one's lock
+        assert not (journal / f"usage-{quiet.owner}.lock").exists()
+        dead.record(_row("d0", 1))
+        assert str(os.getpid()) not in dead.owner
+        os.close(dead._lock_fd)  # its process is gone: the kernel drops the flock
+        failing = UsageWriter(journal, down, interval=3600)
+        with pytest.raises(ConnectionError):
+            await failing.start()  # the replay of the dead writer's row fails: the start fails, cleanly
+        assert not (journal / f"usage-{failing.owner}.lock").exists() and failing._lock_fd == -1
+        heir = UsageWriter(journal, up, interval=3600)
+        assert await heir.start() == 1
+        await heir.close()
+        if dead._task is not None:
+            dead._task.cancel()
+        if quiet._task is not None:
+            quiet._task.cancel()
+
+    asyncio.run(main())
+    assert inserted == ["d0"]
+    assert sorted(p.name for p in journal.iterdir()) == []  # every segment and lock file is gone
+
+
+def test_gateways_on_one_state_directory_but_two_databases_keep_two_journals(tmp_path: Path) -> None:
+    state = tmp_path / "toolgateway"
+    first, second = journal_dir(state, "/srv/a/gateway.db"), journal_dir(state, "/srv/b/gateway.db")
+    assert first != second and first.parent == second.parent == state / "usage-journal"
+    assert journal_dir(state, "/srv/a/gateway.db") == first

@@ -136,22 +136,24 @@ class Gateway:
     async def _start_sqlite_journal(self) -> None:
         """SQLite: usage rows journalled and inserted in batches by a thread of their own (:mod:`.sqlite_usage`)."""
         from hermes.toolgateway.storage.sqlite_usage import ThreadedInsert
-        from hermes.toolgateway.storage.usage_journal import UsageWriter
+        from hermes.toolgateway.storage.usage_journal import UsageWriter, journal_dir
 
         insert = self._sqlite_insert = ThreadedInsert(self.config.db_path)
-        writer = UsageWriter(self.config.state_dir / "usage-journal", insert)
+        writer = UsageWriter(journal_dir(self.config.state_dir, str(self.config.db_path.resolve())), insert)
         try:
             await writer.start()
         except BaseException:
+            self._sqlite_insert = None
             await insert.close()
             raise
         self._writer = self.meter.writer = writer
 
     async def _start_hot_path(self, url: str) -> None:
         """PostgreSQL: the async pool for tokens, quotas and usage, and the usage journal (replayed first)."""
+        from hermes.store.postgres import mask_url
         from hermes.toolgateway.storage.pg_async import AsyncPool, ChangeListener
         from hermes.toolgateway.storage.pg_schema import AUTH_CHANNEL
-        from hermes.toolgateway.storage.usage_journal import UsageWriter, insert_params, insert_sql
+        from hermes.toolgateway.storage.usage_journal import UsageWriter, insert_params, insert_sql, journal_dir
 
         pool = self._pool = AsyncPool(url)
         statement = insert_sql()
@@ -159,7 +161,10 @@ class Gateway:
         async def insert(rows: Sequence[Sequence[object]]) -> None:
             await pool.executemany(statement, [insert_params(r) for r in rows])
 
-        writer = UsageWriter(self.config.state_dir / "usage-journal", insert)
+        root = self.config.state_dir / "usage-journal"
+        if root.is_dir():  # segments of the layout before per-database folders: this database's, as then
+            await UsageWriter(root, insert).replay_orphans()
+        writer = UsageWriter(journal_dir(self.config.state_dir, mask_url(url)), insert)
         await writer.start()
         self._writer = writer
         self.accounts.pool = self.meter.pool = pool

@@ -79,7 +79,7 @@ class Meter:
 
     def __init__(self, conn: Database | sqlite3.Connection) -> None:
         self.conn = as_database(conn)
-        #: with PostgreSQL, set by the gateway's start: the async pool of the hot path and the usage journal
+        #: set by the gateway's start: the usage journal (both engines) and, with PostgreSQL, the async pool
         self.pool: AsyncPool | None = None
         self.writer: UsageWriter | None = None
         dialect = self.conn.dialect
@@ -138,8 +138,8 @@ class Meter:
 
     def record(self, *, user_id: int, jti: str | None, category: str, vendor: str, operation: str, units: int,
                cost: float, status: int, latency_ms: float, now: float) -> None:
-        """Append one relayed call to the usage log: committed at once on SQLite; with the usage journal
-        (PostgreSQL), written ahead to it and inserted with the next batch (:mod:`.usage_journal`)."""
+        """Append one relayed call to the usage log: in a serving gateway written ahead to the usage journal
+        and inserted with the next batch (:mod:`.usage_journal`); without one (the CLI) committed at once."""
         row = (secrets.token_hex(12), now, user_id, jti, category, vendor, operation, units, cost, status,
                round(latency_ms, 3))
         if self.writer is not None:

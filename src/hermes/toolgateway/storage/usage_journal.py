@@ -4,7 +4,8 @@ With PostgreSQL, inserting the usage row before answering costs every request a 
 trip. :class:`UsageWriter` takes it off the path and still loses nothing:
 
 1. **write ahead** — :meth:`UsageWriter.record` appends the row, as one JSON line, to this process's
-   journal segment (``<state dir>/usage-journal/usage-<owner>-<n>.jsonl``, mode 0600) with a single
+   journal segment (``<state dir>/usage-journal/<database>/usage-<owner>-<n>.jsonl``, mode 0600,
+   :func:`journal_dir`) with a single
    ``write(2)`` on an ``O_APPEND`` descriptor before the answer leaves. A process killed after it
    answered (``kill -9``, a crash) has the row in the file: the kernel holds it even if the process is
    gone. (Power loss may still lose what the page cache held: the journal is not ``fsync``-ed per row.)
@@ -17,9 +18,10 @@ trip. :class:`UsageWriter` takes it off the path and still loses nothing:
    NOTHING``, so replaying a segment whose rows were committed before a crash (the current segment's
    usually were) counts nothing twice. At start-up each process replays the segments of writers that are
    gone (a segment's owner holds an ``flock`` on ``usage-<owner>.lock`` while it runs) and deletes them.
-   The owner is the process id and a number of the writer within the process (``<pid>-<k>``): two gateways
-   served by one process (tests, an embedding application) on one state directory each keep their own
-   segments and never replay the other's.
+   The owner is a random id drawn by each writer at its start (never the process id: a container's
+   gateway is pid 1 at every restart, and two containers sharing the directory are both pid 1), so
+   whether a segment's writer still runs is the ``flock`` alone: a restarted process replays its dead
+   predecessor's segments, and two writers in one process or on one volume keep their own.
 
 A row whose user was deleted in the meantime is dropped by the insert itself (``WHERE EXISTS``), as the
 delete's cascade would have dropped it.
@@ -30,11 +32,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import itertools
 import json
 import logging
 import os
 import re
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,11 +50,20 @@ FLUSH_INTERVAL = 0.02
 RETRY_DELAY = 1.0
 #: the columns of one usage row, in journal and insert order
 COLUMNS = ("rid", "ts", "user_id", "jti", "category", "vendor", "operation", "units", "cost", "status", "latency_ms")
-#: a segment's owner and number (earlier versions wrote a bare pid as the owner)
-_SEGMENT = re.compile(r"^usage-(\d+(?:-\d+)?)-(\d+)\.jsonl$")
-_instances = itertools.count(1)
+#: a segment's owner and number (earlier versions wrote the pid as the owner)
+_SEGMENT = re.compile(r"^usage-([0-9a-f]+)-(\d+)\.jsonl$")
+_LOCK = re.compile(r"^usage-([0-9a-f]+)\.lock$")
 
 Insert = Callable[[Sequence[Sequence[Any]]], Awaitable[None]]
+
+
+def journal_dir(state_dir: Path, database: str) -> Path:
+    """This database's journal folder: ``<state dir>/usage-journal/<12 hex of the database's identity>``
+    (``database``: the SQLite file's resolved path, or the PostgreSQL URL with its password masked), so that
+    gateways sharing a state directory but not a database never replay each other's rows into the wrong one."""
+    import hashlib
+
+    return state_dir / "usage-journal" / hashlib.sha256(database.encode("utf-8")).hexdigest()[:12]
 
 
 def insert_sql() -> str:
@@ -90,7 +101,7 @@ class UsageWriter:
         self.batch = batch
         self.interval = interval
         self.segment_rows = segment_rows
-        self.owner = f"{os.getpid()}-{next(_instances)}"
+        self.owner = secrets.token_hex(8)
         self._seq = 0
         self._fd = -1
         self._lock_fd = -1
@@ -112,10 +123,21 @@ class UsageWriter:
         self.directory.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(OSError):
             os.chmod(self.directory, 0o700)
-        self._lock_fd = os.open(self.directory / f"usage-{self.owner}.lock", os.O_CREAT | os.O_RDWR, 0o600)
-        fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        replayed = await self.replay_orphans()
-        self._open_segment()
+        lock = self.directory / f"usage-{self.owner}.lock"
+        # locked before it has its name: another process's replay never sees it unlocked (and sweeps it)
+        hidden = self.directory / f".usage-{self.owner}.lock.new"
+        self._lock_fd = os.open(hidden, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(hidden, lock)
+            replayed = await self.replay_orphans()
+            self._open_segment()
+        except BaseException:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            hidden.unlink(missing_ok=True)
+            lock.unlink(missing_ok=True)
+            raise
         self._task = asyncio.get_running_loop().create_task(self._run(), name="usage-writer")
         return replayed
 
@@ -123,9 +145,11 @@ class UsageWriter:
         """Insert the rows of every segment whose process is gone, then delete those segments."""
         segments: dict[str, list[Path]] = {}
         for path in sorted(self.directory.iterdir()):
-            found = _SEGMENT.match(path.name)
-            if found and found.group(1) != self.owner:  # our pid too: a process before us had it (a restart)
-                segments.setdefault(found.group(1), []).append(path)
+            found = _SEGMENT.match(path.name) or _LOCK.match(path.name)
+            if found and found.group(1) != self.owner:  # a lock alone: a writer that died before its first row
+                paths = segments.setdefault(found.group(1), [])
+                if path.suffix == ".jsonl":
+                    paths.append(path)
         replayed = 0
         for owner, paths in segments.items():
             lock = self.directory / f"usage-{owner}.lock"
