@@ -157,3 +157,40 @@ def test_toolsets_are_listed_and_turned_on_and_off_per_session_and_in_the_config
     rpc.call("toolsets.enable", {"names": ["web"]})
     assert "disabled_toolsets" not in (hermes_home / "config.yaml").read_text()
     rpc.close()
+
+
+def test_config_changes_made_at_the_same_time_are_all_kept(serve: Serve, model_server: Any,
+                                                         hermes_home: Path) -> None:
+    """Requests are answered concurrently, and each config change loads config.yaml, changes it and writes
+    it back: changes made at the same moment (quick toggles in two windows) must all land."""
+    import threading
+
+    from ruamel.yaml import YAML
+
+    model = model_server(lambda body: Reply(content="ok"))
+    url = url_of(serve(model.url))
+    first = Rpc(url)
+    names = [t["name"] for t in first.call("toolsets.list")["toolsets"]
+             if t["state"] == "on" and not t.get("opt_in")][:8]
+    assert len(names) >= 6
+    clients = [Rpc(url) for _ in names]
+    start = threading.Barrier(len(names))
+    errors: list[BaseException] = []
+
+    def disable(rpc: Rpc, name: str) -> None:
+        try:
+            start.wait(10)
+            rpc.call("toolsets.disable", {"names": [name]})
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=disable, args=pair) for pair in zip(clients, names, strict=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    config = YAML(typ="safe").load((hermes_home / "config.yaml").read_text(encoding="utf-8"))
+    assert sorted((config.get("agent") or {}).get("disabled_toolsets") or []) == sorted(names)
+    for rpc in (first, *clients):
+        rpc.close()

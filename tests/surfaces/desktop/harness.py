@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,3 +144,61 @@ def desktop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
         finally:
             browser.close()
             server.stop()
+
+
+class HeldAnswers:
+    """A second page of the app whose WebSocket runs through Playwright's ``route_web_socket``: while
+    :attr:`holding`, the app server's answers to requests that ``hold(request)`` picks are kept back
+    (:attr:`held`) until :meth:`release` — an answer that comes back late, as concurrent answers can."""
+
+    def __init__(self, desktop: Desktop, hold: Callable[[dict[str, Any]], bool]) -> None:
+        self.hold = hold
+        self.holding = False
+        self.held: list[str] = []
+        self.errors: list[str] = []
+        self._routes: list[Any] = []
+        self.page = desktop.browser.new_page(viewport={"width": 1280, "height": 860})
+        self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        self.page.route_web_socket("**/rpc", self._route)
+        self.page.goto(desktop.url)
+        self.page.wait_for_function("document.documentElement.dataset.ready === 'true'")
+
+    def _route(self, ws: Any) -> None:
+        server = ws.connect_to_server()
+        picked: set[int] = set()
+
+        def to_server(message: str | bytes) -> None:
+            request = json.loads(message)
+            if self.holding and self.hold(request):
+                picked.add(request["id"])
+            server.send(message)
+
+        def to_page(message: str | bytes) -> None:
+            if json.loads(message).get("id") in picked:
+                self.held.append(str(message))
+            else:
+                ws.send(message)
+
+        ws.on_message(to_server)
+        server.on_message(to_page)
+        self._routes.append(ws)
+
+    def wait_held(self, count: int = 1) -> None:
+        for _ in range(400):
+            if len(self.held) >= count:
+                return
+            self.page.wait_for_timeout(25)
+        raise AssertionError(f"the page asked for {len(self.held)} of the {count} answers to hold")
+
+    def release(self) -> None:
+        """Send the held answers to the page; once this returns, the page has handled them (answers arrive
+        in order, and a request sent after them has been answered)."""
+        self.holding = False
+        for message in self.held:
+            self._routes[-1].send(message)
+        self.held.clear()
+        self.page.evaluate("() => hermesApp.call('sessions.list', {limit: 1})")
+
+    def close(self) -> None:
+        self.page.close()
+        assert self.errors == []

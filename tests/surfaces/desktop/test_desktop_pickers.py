@@ -3,13 +3,11 @@ config.yaml through the app server, and the next session really uses what was pi
 
 from __future__ import annotations
 
-from typing import Any
-
 from ruamel.yaml import YAML
 
 from fakes.model_server import Reply, ScriptedModelServer
 
-from .harness import Desktop, desktop
+from .harness import Desktop, HeldAnswers, desktop
 
 __all__ = ["desktop"]
 
@@ -57,63 +55,25 @@ def test_the_model_picker_lists_the_endpoint_and_the_pick_reaches_the_next_sessi
 def test_a_model_list_answered_after_a_pick_does_not_overwrite_it(desktop: Desktop) -> None:
     """Opening Settings asks for the model list; when that answer is slow and the person refreshes and picks
     a model meanwhile, the late answer must not overwrite the pick's status or the model shown."""
-    import json
-
-    held: list[str] = []
-    hold = {"on": False}
-
-    def route(ws: Any) -> None:
-        server = ws.connect_to_server()
-        slow: set[int] = set()
-
-        def to_server(message: str | bytes) -> None:
-            msg = json.loads(message)
-            if hold["on"] and msg.get("method") == "models.list" and not msg["params"].get("refresh"):
-                slow.add(msg["id"])
-            server.send(message)
-
-        def to_page(message: str | bytes) -> None:
-            if json.loads(message).get("id") in slow:
-                held.append(str(message))
-            else:
-                ws.send(message)
-
-        ws.on_message(to_server)
-        server.on_message(to_page)
-        desktop_routes.append(ws)
-
-    desktop_routes: list[Any] = []
-    errors: list[str] = []
-    page = desktop.browser.new_page(viewport={"width": 1280, "height": 860})
+    late = HeldAnswers(desktop, lambda r: r.get("method") == "models.list" and not r["params"].get("refresh"))
+    page = late.page
     try:
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
-        page.route_web_socket("**/rpc", route)
-        page.goto(desktop.url)
-        page.wait_for_function("document.documentElement.dataset.ready === 'true'")
         desktop.model.models[:] = ["m", "other"]
-        hold["on"] = True
+        late.holding = True
         page.click('[data-tour="model"]')
-        deadline = 200
-        while not held and deadline:
-            page.wait_for_timeout(25)
-            deadline -= 1
-        assert held, "the settings page did not ask for the model list"
+        late.wait_held()
         page.click('[data-tour="models-refresh"]')
         page.wait_for_function("document.querySelectorAll('#model-select option').length === 2")
         page.select_option("#model-select", "other")
         page.wait_for_function("document.getElementById('model').textContent === 'other'")
         page.wait_for_function("document.getElementById('model-status').textContent.includes('next session')")
-        for message in held:
-            desktop_routes[-1].send(message)
-        # answers arrive in order: once this one is back, the held one has been handled
-        page.evaluate("() => hermesApp.call('sessions.list', {limit: 1})")
+        late.release()
         assert "next session" in (page.locator('[data-tour="model-status"]').text_content() or "")
         assert page.locator("#model").text_content() == "other"
         page.select_option("#model-select", "m")
         page.wait_for_function("document.getElementById('model').textContent === 'm'")
-        assert errors == []
     finally:
-        page.close()
+        late.close()
     assert _model(desktop)["name"] == "m"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hermes.store.sessions import SessionStore
 
-from .harness import Desktop, desktop
+from .harness import Desktop, HeldAnswers, desktop
 
 __all__ = ["desktop"]
 
@@ -114,3 +114,67 @@ def test_the_token_leaves_the_address_at_once_and_travels_in_no_url_even_on_reco
     finally:
         page.close()
         server.stop()
+
+
+def _stored_session(desktop: Desktop, title: str) -> str:
+    store = SessionStore(desktop.home / "state.db")
+    try:
+        session_id = store.create_session(surface="desktop", model="m", toolsets=[], tools=[], title=title)
+        store.append_message(session_id, {"role": "user", "content": "an old question"})
+        store.append_message(session_id, {"role": "assistant", "content": "an old answer"})
+        return session_id
+    finally:
+        store.close()
+
+
+def test_a_resume_answered_after_another_pick_does_not_pull_the_page_back(desktop: Desktop) -> None:
+    """Resuming a long stored session can answer late; a session picked meanwhile stays on screen."""
+    old = _stored_session(desktop, "a long stored session")
+    late = HeldAnswers(desktop, lambda r: r.get("method") == "sessions.resume")
+    page = late.page
+    try:
+        page.click('[data-tour="new-session"]')
+        page.wait_for_function("hermesApp.state.current")
+        picked = page.evaluate("hermesApp.state.current")
+        late.holding = True
+        page.click(f'#session-list li[data-session-id="{old}"]')
+        late.wait_held()
+        page.click(f'#session-list li[data-session="{picked}"]')
+        late.release()
+        assert page.evaluate("hermesApp.state.current") == picked
+        resumed = page.evaluate("(id) => Object.keys(hermesApp.state.open).find("
+                                "k => hermesApp.state.open[k].session_id === id)", old)
+        assert resumed, "the resumed session is open in the sidebar"
+        assert page.locator(f'#session-list li[data-session="{resumed}"]').count() == 1
+        page.click(f'#session-list li[data-session="{resumed}"]')  # and it holds its history
+        page.locator('.conversation:not([hidden]) .message').filter(has_text="an old answer").wait_for()
+    finally:
+        late.close()
+
+
+def test_a_title_being_edited_survives_another_session_finishing_its_turn(desktop: Desktop) -> None:
+    page = desktop.page
+    desktop.new_session()
+    desktop.say("the first session")
+    first = page.evaluate("hermesApp.state.current")
+    desktop.new_session()
+    desktop.say("the second session")
+    item = page.locator(f'#session-list li[data-session="{first}"]')
+    item.hover()  # a session's buttons show on hover (and on the current one)
+    item.locator('[data-tour-item="session-rename"]').click()
+    field = item.locator('[data-tour-item="session-rename-input"]')
+    field.fill("half typed")
+    desktop.say("a turn in the second session", typed=False)  # its end refreshes the sidebar
+    assert field.count() == 1 and field.input_value() == "half typed"
+    field.press("Escape")
+    assert item.locator('[data-tour-item="session-title"]').text_content() == "the first session"
+    # an armed delete survives a refresh too, and leaving it disarms it
+    button = item.locator('[data-tour-item="session-delete"]')
+    item.hover()
+    button.click()
+    desktop.say("another turn", typed=False)
+    assert button.text_content() == "Delete?"
+    page.locator("#composer-input").focus()
+    page.wait_for_function("(k) => !document.querySelector("
+                           "'#session-list li[data-session=\"' + k + '\"] [data-armed]')", arg=first)
+    assert page.locator(f'#session-list li[data-session="{first}"]').count() == 1

@@ -133,6 +133,14 @@ class Conversation:
         return reply
 
 
+#: methods that load a file the app shares (config.yaml, .env, the projects file), change it and write it
+#: back: the app server answers requests concurrently, so two of them at once (two quick toggles) would
+#: each write back what it loaded, and the first change would be lost
+_FILE_WRITES = frozenset({"ui.prefs.set", "settings.set", "settings.unset", "settings.set_env", "settings.unset_env",
+                          "models.select", "toolsets.enable", "toolsets.disable", "projects.create",
+                          "projects.change", "projects.delete"})
+
+
 class AppApi:
     """The API's state: the session host, the sessions opened through it, who follows each."""
 
@@ -147,6 +155,7 @@ class AppApi:
         self._conversations: dict[str, Conversation] = {}
         self._followers: dict[str, list[Client]] = {}
         self._lock = threading.Lock()
+        self._writing = threading.Lock()
         self.methods: dict[str, Callable[[Client, dict[str, Any]], Any]] = {
             "sessions.list": self.sessions_list, "sessions.create": self.sessions_create,
             "sessions.resume": self.sessions_resume, "message.send": self.message_send,
@@ -174,6 +183,9 @@ class AppApi:
         handler = self.methods.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"unknown method {method!r}; known: {', '.join(sorted(self.methods))}")
+        if method in _FILE_WRITES:  # read, change, write back: one at a time, or one change overwrites another
+            with self._writing:
+                return handler(client, params)
         return handler(client, params)
 
     def broadcast(self, key: str, method: str, params: dict[str, Any]) -> None:

@@ -79,6 +79,7 @@
   }
 
   function select(key) {
+    state.pick = (state.pick || 0) + 1;  // a resume answered after a later pick does not take the screen
     state.current = key;
     Object.keys(state.views).forEach(function (k) { state.views[k].hidden = k !== key; });
     view(key).hidden = false;
@@ -87,8 +88,12 @@
     state.projects = Projects.sync(key);
   }
 
+  // Requests are answered concurrently, so answers can come back out of order: a list asked for before a
+  // delete must not bring the deleted session back, so only the latest request's answer is used.
   async function refreshSessions() {
+    var turn = state.listTurn = (state.listTurn || 0) + 1;
     var listed = await call("sessions.list", { limit: 50 });
+    if (turn !== state.listTurn) return;
     state.stored = listed.sessions;
     listed.open.forEach(function (o) { state.open[o.session] = state.open[o.session] || { session_id: o.session_id }; });
     renderSessions();
@@ -96,6 +101,9 @@
 
   function renderSessions() {
     var list = $("session-list");
+    // a title being edited or a delete waiting for its confirmation is the person's, not ours to wipe:
+    // the list is rebuilt when they are done (the rename's finish or the button's blur renders again)
+    if (list.querySelector(".session-rename:not([data-done]), [data-armed]")) return;
     list.textContent = "";
     var shownIds = {}, byId = {};
     (state.stored || []).forEach(function (s) { byId[s.session_id] = s; });
@@ -126,6 +134,7 @@
       var finish = async function (save) {
         if (done) return;
         done = true;
+        field.setAttribute("data-done", "");  // the list may be rebuilt now
         var title = field.value.trim();
         if (save && title && title !== name.textContent) {
           try {
@@ -155,9 +164,12 @@
         button.setAttribute("data-armed", "");
         button.textContent = "Delete?";
         button.setAttribute("aria-label", "Confirm delete");
-        button.addEventListener("blur", function () { renderSessions(); }, { once: true });
+        button.addEventListener("blur", function () {
+          if (button.hasAttribute("data-armed")) { button.removeAttribute("data-armed"); renderSessions(); }
+        }, { once: true });
         return;
       }
+      button.removeAttribute("data-armed");
       try {
         var deleted = await call("sessions.delete", target);
         if (deleted.session) forgetSession(deleted.session);
@@ -188,13 +200,14 @@
   }
 
   async function resume(sessionId) {
+    var pick = state.pick = (state.pick || 0) + 1;
     var resumed = await call("sessions.resume", { session_id: sessionId });
     var key = resumed.session;
     state.open[key] = { session_id: sessionId, title: resumed.title };
     var v = view(key);
     v.textContent = "";
     resumed.messages.forEach(function (m) { if (m.content) v.appendChild(C.Message(m.role, m.content)); });
-    select(key);
+    if (pick === state.pick) select(key); else renderSessions();
     if (resumed.waiting) request(resumed.waiting);
     return key;
   }
@@ -204,8 +217,10 @@
     view(key).appendChild(C.Message("user", text));
     scroll(key);
     try {
+      var seen = state.turns || 0;
       await call("message.send", { session: key, text: text });
-      busy(key, true);
+      // the turn may have ended (a failure at once) before this answer came: then it is not running
+      if ((state.turns || 0) === seen) busy(key, true);
     } catch (err) {
       view(key).appendChild(C.Notice("error", err.message));
     }
@@ -303,6 +318,7 @@
   }
 
   function modelShown(current) {
+    state.modelShownTurn = (state.modelShownTurn || 0) + 1;
     $("model").textContent = current ? current.model || current.provider : "no model set up";
   }
 
@@ -331,9 +347,18 @@
     return shown;
   }
 
+  // Preference writes go one after another, in the order they were made (arrowing through the theme list
+  // sends one per key): answered concurrently, an older answer could come back last and put the screen,
+  // and the file, back to the older value.
+  function setPrefs(change) {
+    var next = (state.prefsQueue || Promise.resolve()).then(function () { return call("ui.prefs.set", change); });
+    state.prefsQueue = next.catch(function () { /* the caller reports it; the queue goes on */ });
+    return next;
+  }
+
   async function setTheme(theme) {
     var shown = applyTheme(theme);
-    state.prefs = (await call("ui.prefs.set", { theme: theme })).prefs;
+    state.prefs = (await setPrefs({ theme: theme })).prefs;
     renderSettings();
     return { theme: theme, shown: shown, background: getComputedStyle(document.body).backgroundColor };
   }
@@ -345,7 +370,7 @@
   }
 
   async function setPref(name, value) {
-    usePrefs((await call("ui.prefs.set", { [name]: value })).prefs);
+    usePrefs((await setPrefs({ [name]: value })).prefs);
     renderSettings();
   }
 
@@ -552,7 +577,8 @@
       document.addEventListener(kind, function () { state.lastActivity = Date.now(); }, true);
     });
     setInterval(function () { pollTips().catch(function () { /* offline: try at the next tick */ }); }, state.tipPollMs);
-    call("models.list", {}).then(function (m) { modelShown(m.current); })
+    var shownAtStart = state.modelShownTurn || 0;
+    call("models.list", {}).then(function (m) { if ((state.modelShownTurn || 0) === shownAtStart) modelShown(m.current); })
       .catch(function () { $("model").textContent = "model unknown"; });
     await refreshSessions();
     await Projects.sync(null);

@@ -25,8 +25,14 @@
     select.value = open || "";
   }
 
+  // the picker shows the latest listing asked for: switching sessions quickly asks twice, and an answer for
+  // the session left behind can come back last (the app server answers concurrently)
+  var syncTurn = 0;
+
   async function sync(key) {
+    var turn = ++syncTurn;
     var listed = await api.call("projects.list", key ? { session: key } : {});
+    if (turn !== syncTurn) return;
     shown = listed.projects;
     fill(listed.open);
     renderList();
@@ -50,6 +56,7 @@
     try {
       var key = api.current() || await api.ensureSession();
       var opened = await api.call("projects.open", { session: key, name: name });
+      if (key !== api.current()) return;  // the person moved on: the picker follows the session they are in
       await sync(key);
       api.notice(name ? "project " + name + ": the agent works in " + (opened.cwd || shown.filter(function (p) {
         return p.name === name; })[0].folders[0]) : "no project: the configured folders again");
