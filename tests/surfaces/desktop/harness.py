@@ -151,9 +151,9 @@ class HeldAnswers:
     :attr:`holding`, the app server's answers to requests that ``hold(request)`` picks are kept back
     (:attr:`held`) until :meth:`release` — an answer that comes back late, as concurrent answers can."""
 
-    def __init__(self, desktop: Desktop, hold: Callable[[dict[str, Any]], bool]) -> None:
+    def __init__(self, desktop: Desktop, hold: Callable[[dict[str, Any]], bool], *, holding: bool = False) -> None:
         self.hold = hold
-        self.holding = False
+        self.holding = holding  # True: from the page's very first requests on
         self.held: list[str] = []
         self.errors: list[str] = []
         self._routes: list[Any] = []

@@ -77,6 +77,26 @@ def test_a_model_list_answered_after_a_pick_does_not_overwrite_it(desktop: Deskt
     assert _model(desktop)["name"] == "m"
 
 
+def test_the_start_up_model_list_answered_late_does_not_undo_a_pick(desktop: Desktop) -> None:
+    late = HeldAnswers(desktop, lambda r: r.get("method") == "models.list" and not r["params"].get("refresh"),
+                       holding=True)  # the page's start-up list, and the one Settings asks for
+    page = late.page
+    try:
+        desktop.model.models[:] = ["m", "other"]
+        page.click('[data-tour="model"]')
+        late.wait_held(2)
+        page.click('[data-tour="models-refresh"]')
+        page.wait_for_function("document.querySelectorAll('#model-select option').length === 2")
+        page.select_option("#model-select", "other")
+        page.wait_for_function("document.getElementById('model').textContent === 'other'")
+        late.release()  # both answers say "m": asked for before the pick
+        assert page.locator("#model").text_content() == "other"
+        page.select_option("#model-select", "m")
+        page.wait_for_function("document.getElementById('model').textContent === 'm'")
+    finally:
+        late.close()
+
+
 def test_the_endpoint_picker_moves_new_sessions_to_another_endpoint_and_refuses_a_bad_url(
         desktop: Desktop) -> None:
     page = desktop.page

@@ -178,3 +178,20 @@ def test_a_title_being_edited_survives_another_session_finishing_its_turn(deskto
     page.wait_for_function("(k) => !document.querySelector("
                            "'#session-list li[data-session=\"' + k + '\"] [data-armed]')", arg=first)
     assert page.locator(f'#session-list li[data-session="{first}"]').count() == 1
+
+
+def test_a_turn_that_ended_before_its_send_was_answered_leaves_stop_off(desktop: Desktop) -> None:
+    late = HeldAnswers(desktop, lambda r: r.get("method") == "message.send")
+    page = late.page
+    try:
+        page.click('[data-tour="new-session"]')
+        page.wait_for_function("hermesApp.state.current")
+        late.holding = True
+        page.fill('[data-tour="composer-input"]', "quick")
+        page.press('[data-tour="composer-input"]', "Enter")
+        page.wait_for_function("(hermesApp.state.turns || 0) > 0")  # the turn ended; its answer is held
+        late.release()
+        assert page.locator("#stop").is_disabled()
+        assert page.evaluate("hermesApp.state.running[hermesApp.state.current]") is False
+    finally:
+        late.close()
