@@ -122,3 +122,29 @@ def test_revocation_reaches_cached_rows_at_once(tmp_path: Path, postgres_server:
         assert [status(tokens[2], url)[0] for url in gw.urls] == [200, 200]
     # every answered call is recorded (the journal is written out at shutdown); refusals before metering are not
     assert postgres_server.admin("SELECT COUNT(*), SUM(units) FROM usage WHERE status = 200", dbname) == [(10, 10)]
+
+
+def test_a_journal_of_the_layout_before_per_database_folders_is_replayed(tmp_path: Path,
+                                                                          postgres_server: PostgresServer) -> None:
+    """Segments a gateway on PostgreSQL left in ``<state dir>/usage-journal/`` itself (the layout before
+    per-database folders, owner = pid) are replayed into that database by the next start, and deleted."""
+    from fakes.vendors.harness import GatewayHarness
+    from hermes.toolgateway.storage.usage_journal import journal_dir
+
+    url = postgres_server.database()
+    with GatewayHarness(tmp_path, database_url=url) as gw:
+        user_id = gw.user("ann").id
+        state = gw.config.state_dir
+    legacy = state / "usage-journal"
+    line = f'["old-1",1767225600.0,{user_id},null,"firecrawl","firecrawl","search",1,0.0,200,1.5]\n'
+    (legacy / "usage-424242-1.jsonl").write_text(line)
+    (legacy / "usage-424242.lock").write_text("")
+    with GatewayHarness(tmp_path, database_url=url):
+        pass
+    db = PostgresDatabase(url)
+    assert [tuple(r) for r in db.execute("SELECT rid, units FROM usage").fetchall()] == [("old-1", 1)]
+    db.close()
+    assert not (legacy / "usage-424242-1.jsonl").exists() and not (legacy / "usage-424242.lock").exists()
+    from hermes.store.postgres import mask_url
+
+    assert journal_dir(state, mask_url(url)).is_dir()  # the new layout, next to it
