@@ -217,10 +217,10 @@
     view(key).appendChild(C.Message("user", text));
     scroll(key);
     try {
-      var seen = state.turns || 0;
+      var ended = state.turnsEnded = state.turnsEnded || {}, seen = ended[key] || 0;
       await call("message.send", { session: key, text: text });
       // the turn may have ended (a failure at once) before this answer came: then it is not running
-      if ((state.turns || 0) === seen) busy(key, true);
+      if ((ended[key] || 0) === seen) busy(key, true);
     } catch (err) {
       view(key).appendChild(C.Notice("error", err.message));
     }
@@ -263,6 +263,8 @@
         break;
       case "turn_finished":
         state.turns = (state.turns || 0) + 1;
+        state.turnsEnded = state.turnsEnded || {};
+        state.turnsEnded[key] = (state.turnsEnded[key] || 0) + 1;
         state.assistant[key] = null;
         busy(key, false);
         v.querySelectorAll('[data-tour="clarify-card"]:not([data-state]), [data-tour="approval-card"]:not([data-state])')
