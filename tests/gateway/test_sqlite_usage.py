@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -37,6 +38,18 @@ allow_loopback = true
 
 def _row(rid: str, user_id: int, units: int = 1) -> list[object]:
     return [rid, 1767225600.0, user_id, None, "firecrawl", "local", "scrape", units, 0.0, 200, 1.5]
+
+
+async def _down(rows: object) -> None:
+    """The insert of a database that does not answer."""
+    raise ConnectionError("the database is down")
+
+
+def _collect(inserted: list[str]) -> Callable[[list[list[object]]], Awaitable[None]]:
+    """An insert that keeps the ids of the rows it was given, in order."""
+    async def up(rows: list[list[object]]) -> None:
+        inserted.extend(str(r[0]) for r in rows)
+    return up
 
 
 def _serve(home: Path, config: Path, port: int) -> subprocess.Popen[str]:
@@ -135,15 +148,10 @@ def test_replayed_batches_count_once_and_rows_of_deleted_users_are_dropped(tmp_p
 def test_two_writers_of_one_process_keep_their_own_segments(tmp_path: Path) -> None:
     journal = tmp_path / "journal"
     inserted: list[str] = []
-
-    async def down(rows: object) -> None:
-        raise ConnectionError("the database is down")
-
-    async def up(rows: list[list[object]]) -> None:
-        inserted.extend(str(r[0]) for r in rows)
+    up = _collect(inserted)
 
     async def main() -> None:
-        first = UsageWriter(journal, down, interval=0.01)
+        first = UsageWriter(journal, _down, interval=0.01)
         await first.start()
         first.record(_row("kept", 1))
         second = UsageWriter(journal, up, interval=0.01)
@@ -163,9 +171,7 @@ def test_two_writers_of_one_process_keep_their_own_segments(tmp_path: Path) -> N
 def test_a_segment_is_reused_until_full_and_deleted_once_its_rows_are_in(tmp_path: Path) -> None:
     journal = tmp_path / "journal"
     inserted: list[str] = []
-
-    async def up(rows: list[list[object]]) -> None:
-        inserted.extend(str(r[0]) for r in rows)
+    up = _collect(inserted)
 
     def lines() -> list[int]:
         return sorted(len(p.read_text().splitlines()) for p in journal.glob("usage-*.jsonl"))
@@ -193,24 +199,19 @@ def test_a_writer_that_died_is_replayed_by_the_next_and_a_failed_start_leaves_no
     gateway has the same pid every time). A lock file without segments is swept too."""
     journal = tmp_path / "journal"
     inserted: list[str] = []
-
-    async def down(rows: object) -> None:
-        raise ConnectionError("the database is down")
-
-    async def up(rows: list[list[object]]) -> None:
-        inserted.extend(str(r[0]) for r in rows)
+    up = _collect(inserted)
 
     async def main() -> None:
-        quiet = UsageWriter(journal, down, interval=3600)
+        quiet = UsageWriter(journal, _down, interval=3600)
         await quiet.start()
         os.close(quiet._lock_fd)  # died before recording anything: only its lock file is left
-        dead = UsageWriter(journal, down, interval=3600)
+        dead = UsageWriter(journal, _down, interval=3600)
         await dead.start()  # sweeps the quiet one's lock
         assert not (journal / f"usage-{quiet.owner}.lock").exists()
         dead.record(_row("d0", 1))
         assert str(os.getpid()) not in dead.owner
         os.close(dead._lock_fd)  # its process is gone: the kernel drops the flock
-        failing = UsageWriter(journal, down, interval=3600)
+        failing = UsageWriter(journal, _down, interval=3600)
         with pytest.raises(ConnectionError):
             await failing.start()  # the replay of the dead writer's row fails: the start fails, cleanly
         assert not (journal / f"usage-{failing.owner}.lock").exists() and failing._lock_fd == -1

@@ -3,6 +3,9 @@ as text (a title holding HTML never becomes markup or runs script)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from hermes.store.sessions import SessionStore
 
 from .harness import Desktop, HeldAnswers, desktop
@@ -13,20 +16,24 @@ HOSTILE = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>Ki
 CURRENT = '#session-list li.current'
 
 
-def _stored_title(desktop: Desktop, session_id: str) -> str | None:
+@contextmanager
+def _store(desktop: Desktop) -> Iterator[SessionStore]:
+    """The app's session store, opened beside the running app server (as another process would)."""
     store = SessionStore(desktop.home / "state.db")
     try:
-        return store.get_session(session_id).title
+        yield store
     finally:
         store.close()
+
+
+def _stored_title(desktop: Desktop, session_id: str) -> str | None:
+    with _store(desktop) as store:
+        return store.get_session(session_id).title
 
 
 def _stored_ids(desktop: Desktop) -> list[str]:
-    store = SessionStore(desktop.home / "state.db")
-    try:
+    with _store(desktop) as store:
         return [s.id for s in store.list_sessions(limit=1000)]
-    finally:
-        store.close()
 
 
 def test_a_session_is_renamed_in_place_and_a_title_with_html_stays_text(desktop: Desktop) -> None:
@@ -117,14 +124,11 @@ def test_the_token_leaves_the_address_at_once_and_travels_in_no_url_even_on_reco
 
 
 def _stored_session(desktop: Desktop, title: str) -> str:
-    store = SessionStore(desktop.home / "state.db")
-    try:
+    with _store(desktop) as store:
         session_id = store.create_session(surface="desktop", model="m", toolsets=[], tools=[], title=title)
         store.append_message(session_id, {"role": "user", "content": "an old question"})
         store.append_message(session_id, {"role": "assistant", "content": "an old answer"})
         return session_id
-    finally:
-        store.close()
 
 
 def test_a_resume_answered_after_another_pick_does_not_pull_the_page_back(desktop: Desktop) -> None:

@@ -5,10 +5,10 @@ trip. :class:`UsageWriter` takes it off the path and still loses nothing:
 
 1. **write ahead** — :meth:`UsageWriter.record` appends the row, as one JSON line, to this process's
    journal segment (``<state dir>/usage-journal/<database>/usage-<owner>-<n>.jsonl``, mode 0600,
-   :func:`journal_dir`) with a single
-   ``write(2)`` on an ``O_APPEND`` descriptor before the answer leaves. A process killed after it
-   answered (``kill -9``, a crash) has the row in the file: the kernel holds it even if the process is
-   gone. (Power loss may still lose what the page cache held: the journal is not ``fsync``-ed per row.)
+   :func:`journal_dir`) with a single ``write(2)`` on an ``O_APPEND`` descriptor before the answer leaves.
+   A process killed after it answered (``kill -9``, a crash) has the row in the file: the kernel holds it
+   even if the process is gone. (Power loss may still lose what the page cache held: the journal is not
+   ``fsync``-ed per row.)
 2. **batch** — a background task inserts the rows recorded so far every :data:`FLUSH_INTERVAL` seconds
    (or at :data:`BATCH` rows) in one transaction. A segment takes rows until it holds
    :data:`SEGMENT_ROWS`; the next flush then seals it and opens another, and a sealed segment is deleted
