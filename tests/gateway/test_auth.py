@@ -106,6 +106,30 @@ def test_revocation_takes_effect_on_the_next_request(gw: GatewayHarness) -> None
     assert search(gw, gw.token("alice")).status_code == 200  # other tokens of the user still work
 
 
+def test_changes_made_by_hand_in_the_database_apply_on_the_next_request(gw: GatewayHarness) -> None:
+    """The server reuses token and user rows while the database's change counter stands still; its triggers
+    raise it for any change, so even plain SQL from another program (no hermes code) reaches the server."""
+    import sqlite3
+
+    gw.user("hand", "paid")
+    token, other = gw.token("hand"), gw.token("hand")
+    jti = (jwt.unverified_claims(token) or {})["jti"]
+    assert search(gw, token).status_code == 200 and search(gw, token).status_code == 200  # now cached
+    with sqlite3.connect(gw.config.db_path) as db:
+        db.execute("UPDATE users SET plan = 'none' WHERE name = 'hand'")
+    assert_refused(search(gw, token), 403, "not_entitled")
+    with sqlite3.connect(gw.config.db_path) as db:
+        db.execute("UPDATE users SET plan = 'paid' WHERE name = 'hand'")
+    assert search(gw, token).status_code == 200
+    with sqlite3.connect(gw.config.db_path) as db:
+        db.execute("UPDATE access_tokens SET revoked = 1 WHERE jti = ?", (jti,))
+    assert_refused(search(gw, token), 401, "token_revoked")
+    assert search(gw, other).status_code == 200
+    with sqlite3.connect(gw.config.db_path) as db:
+        db.execute("DELETE FROM access_tokens WHERE jti = ?", ((jwt.unverified_claims(other) or {})["jti"],))
+    assert_refused(search(gw, other), 401, "unknown_token")
+
+
 def test_disabled_user_is_403_until_enabled(gw: GatewayHarness) -> None:
     gw.user("dora", "paid")
     token = gw.token("dora")

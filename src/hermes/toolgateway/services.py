@@ -81,8 +81,12 @@ class Gateway:
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
             self._accounts.on_change = self._auth_changed
             self._oauth = OAuth(self._accounts)
-            self._auth = Authenticator(self._accounts, self.clock,
-                                       cache_ttl=self.config.auth_cache_ttl if self.shared_revocation else 0.0)
+            local = not self.config.database_url  # SQLite: its triggers keep a change counter (auth_version)
+            self._auth = Authenticator(self._accounts, self.clock, cache_ttl=self.config.auth_cache_ttl
+                                       if self.shared_revocation or local else 0.0)
+            if local:
+                self._auth.local_version = self._accounts.auth_version
+                self._auth.rows_watched = lambda: True
             self._meter = Meter(self._conn)
         return self
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.errors import HermesError
 from hermes.toolgateway.config import CATEGORIES, GatewayConfig, PlanConfig
 from hermes.toolgateway.portal import jwt
-from hermes.toolgateway.storage.base import Database
+from hermes.toolgateway.storage.base import SQLITE, Database
 from hermes.toolgateway.storage.sqlite import as_database
 
 if TYPE_CHECKING:
@@ -253,6 +253,14 @@ class Accounts:
         if row is None:
             return None
         return row["t_revoked"] is not None, User.from_row(row)
+
+    def auth_version(self) -> int | None:
+        """SQLite: the change counter of the token and user rows (raised by triggers on every change, by any
+        process); None on PostgreSQL, which announces changes instead (``pg_notify``)."""
+        if self.conn.dialect is not SQLITE:
+            return None
+        row = self.conn.execute("SELECT version FROM auth_version WHERE id = 1").fetchone()
+        return int(row[0]) if row is not None else None
 
     async def token_state_async(self, jti: str) -> tuple[bool, User] | None:
         """:meth:`token_state` on the async pool when there is one (PostgreSQL)."""

@@ -14,7 +14,9 @@
    seconds, but only while the shared **revocation version** — a Redis counter read in the rate
    limiter's round trip, raised by every revocation, disabled user and plan change
    (:attr:`~hermes.toolgateway.portal.accounts.Accounts.on_change`) — is the one they were read under:
-   a revocation still applies to the very next request.
+   a revocation still applies to the very next request. On SQLite the version is the database's own
+   change counter (``auth_version``, raised by triggers on every insert, update or delete of a token or
+   user row, whichever process makes it), read in one small query per request.
 
 :meth:`Authenticator.authorize` then checks the relay's needs against the owner's *current* plan:
 403 ``insufficient_scope`` (no ``tool:invoke``), 402 ``subscription_expired`` (with the portal URL),
@@ -84,6 +86,9 @@ class Authenticator:
         #: whether changes made outside hermes's knowledge reach :meth:`forget_rows` now (the database's
         #: change notifications are being received); nothing is cached while this answers False
         self.rows_watched: Callable[[], bool] = lambda: False
+        #: SQLite: reads the change counter its triggers raise on every token or user change (by any process,
+        #: by hand too), which then stands in for the revocation version on every request
+        self.local_version: Callable[[], int | None] | None = None
 
     def _claims(self, token: str) -> dict[str, Any]:
         """Verified claims; a token already verified (same bytes, signature included) skips the HMAC and JSON
@@ -110,9 +115,12 @@ class Authenticator:
     async def authenticate_async(self, token: str | None, version: int | None = None) -> Principal:
         """:meth:`authenticate` for the relay hot path: the rows come from the async pool, or from the cache
         of the last :attr:`cache_ttl` seconds when ``version`` (the shared revocation version, read with the
-        rate limit) is the one they were read under. Without a ``version`` nothing is cached."""
+        rate limit; on SQLite :attr:`local_version`) is the one they were read under. Without a version
+        nothing is cached."""
         claims, jti = self._verified_claims(token)
         now = time.monotonic()
+        if self.local_version is not None:  # SQLite: the database's own change counter, whatever Redis says
+            version = self.local_version()
         cacheable = version is not None and self.cache_ttl > 0 and self.rows_watched()
         generation = self._generation
         if cacheable:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes.errors import StoreError
+from hermes.toolgateway.storage.sqlite_schema import SQLITE_ONLY_TABLES
 
 #: rows per INSERT batch
 BATCH = 500
@@ -84,9 +85,9 @@ def checksum(rows: Iterable[Iterable[Any]]) -> tuple[int, str]:
 
 
 def source_tables(src: sqlite3.Connection) -> list[str]:
-    """The SQLite file's own tables, parents before children (by foreign key)."""
+    """The SQLite file's own tables, parents before children (by foreign key); not SQLite's bookkeeping."""
     names = [r[0] for r in src.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                       "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+                                       "AND name NOT LIKE 'sqlite_%' ORDER BY name") if r[0] not in SQLITE_ONLY_TABLES]
     parents = {n: {r[2] for r in src.execute(f'PRAGMA foreign_key_list("{n}")')} - {n} for n in names}
     ordered: list[str] = []
     while len(ordered) < len(names):

@@ -7,8 +7,9 @@ opens it. Several gateway processes may share one file; every quota decision is 
 statement (see :mod:`hermes.toolgateway.storage.metering`).
 
 With ``database_url`` the same schema lives in PostgreSQL instead: **every migration appended here needs
-its twin in** :mod:`hermes.toolgateway.storage.pg_schema` (``tests/test_gateway_scale.py`` compares the
-two schemas table by table). Code reaches either through :mod:`hermes.toolgateway.storage`.
+its twin in** :mod:`hermes.toolgateway.storage.pg_schema` (``tests/gateway/test_scale.py`` compares the
+two schemas table by table), except the bookkeeping of :data:`SQLITE_ONLY_TABLES`. Code reaches either
+through :mod:`hermes.toolgateway.storage`.
 
 Secrets are never stored: refresh tokens, device codes and login links only as SHA-256 hashes
 (:func:`hermes.toolgateway.portal.oauth.secret_hash`); access tokens are signed JWTs of which only the id
@@ -212,6 +213,23 @@ def m007_connector_credentials(conn: sqlite3.Connection) -> None:
     _run(conn, ["ALTER TABLE connector_accounts ADD COLUMN credential TEXT"])
 
 
+def m008_auth_version(conn: sqlite3.Connection) -> None:
+    """SQLite only: a change counter of the token and user rows, raised by triggers on every insert, update
+    and delete — whichever process or tool makes it — so the relay hot path may reuse the rows it read while
+    the counter stands still (``portal/auth.py``). PostgreSQL announces the same changes with ``pg_notify``."""
+    _run(conn, [
+        "CREATE TABLE auth_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
+        "INSERT INTO auth_version (id, version) VALUES (1, 0)",
+        *(f"CREATE TRIGGER {table}_{event.lower()}_auth_version AFTER {event} ON {table} "
+          "BEGIN UPDATE auth_version SET version = version + 1 WHERE id = 1; END"
+          for table in ("users", "access_tokens") for event in ("INSERT", "UPDATE", "DELETE")),
+    ])
+
+
+#: tables of the SQLite database alone (bookkeeping with no PostgreSQL twin: not copied by ``migrate``)
+SQLITE_ONLY_TABLES = frozenset({"auth_version"})
+
 #: ``MIGRATIONS[i]`` takes the gateway database from ``user_version`` i to i + 1; append only.
 MIGRATIONS: tuple[Migration, ...] = (m001_accounts, m002_metering, m003_connector_accounts, m004_uploads,
-                                   m005_relay_jobs, m006_usage_rid, m007_connector_credentials)
+                                   m005_relay_jobs, m006_usage_rid, m007_connector_credentials,
+                                   m008_auth_version)
