@@ -46,7 +46,9 @@ log = logging.getLogger("hermes.toolgateway")
 BATCH = 256
 #: rows a segment takes before the next flush seals it (a crash replays at most about this many rows twice)
 SEGMENT_ROWS = 4096
-FLUSH_INTERVAL = 0.02
+#: seconds between batches: each costs a hand-off to the insert thread and a transaction whatever its size
+#: (at 20 ms a gateway relaying 200 requests/s paid about 10 futex calls and 3 WAL writes a request for it)
+FLUSH_INTERVAL = 0.1
 RETRY_DELAY = 1.0
 #: the columns of one usage row, in journal and insert order
 COLUMNS = ("rid", "ts", "user_id", "jti", "category", "vendor", "operation", "units", "cost", "status", "latency_ms")
