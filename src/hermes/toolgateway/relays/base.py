@@ -29,6 +29,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import Headers
@@ -70,10 +71,18 @@ class RelayCall:
     headers: Headers
     query: str
     body: bytes
-    base_url: str
     deadline: float
     path: str = ""
     method: str = ""
+    #: the ASGI scope and relay label :attr:`base_url` is worked out from (only by the handlers that need it)
+    scope: Scope = field(default_factory=dict)
+    label: str = ""
+
+    @cached_property
+    def base_url(self) -> str:
+        """This relay's absolute URL for the URLs a handler hands out (:func:`relay_base_url`)."""
+        config = self.gateway.config
+        return relay_base_url(self.scope, self.label, config.public_url, config.base_url())
 
     def json(self) -> dict[str, Any]:
         """The body as a JSON object, or 400 ``invalid_json``."""
@@ -215,9 +224,8 @@ class Relay(ABC):
             wanted = op.units_for(body, headers)
             reservation = await gw.meter.reserve_async(principal.user.id, category, wanted, limit, now)
             call = RelayCall(gw, op, principal, headers, scope.get("query_string", b"").decode("latin-1"), body,
-                             relay_base_url(scope, self.label, gw.config.public_url, gw.config.base_url()),
-                             time.monotonic() + gw.config.limits.vendor_deadline,
-                             scope["path"], scope["method"])
+                             time.monotonic() + gw.config.limits.vendor_deadline, scope["path"], scope["method"],
+                             scope, self.label)
             result = await op.handler(call)
             response: Response = Response(result.body, status_code=result.status, headers=result.headers,
                                           media_type=result.content_type)
