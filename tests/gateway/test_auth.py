@@ -130,6 +130,45 @@ def test_changes_made_by_hand_in_the_database_apply_on_the_next_request(gw: Gate
     assert_refused(search(gw, other), 401, "unknown_token")
 
 
+def test_a_counter_set_back_by_hand_drops_the_cached_rows(gw: GatewayHarness) -> None:
+    """A change counter lower than the one last seen (a restored backup) may match old cache entries again:
+    the server drops them all instead."""
+    import sqlite3
+
+    gw.user("rewind", "paid")
+    gw.user("bystander", "paid")
+    token, other = gw.token("rewind"), gw.token("bystander")
+    with sqlite3.connect(gw.config.db_path) as db:
+        (version,) = db.execute("SELECT version FROM auth_version").fetchone()
+    assert search(gw, token).status_code == 200 and search(gw, token).status_code == 200  # cached under v
+    with sqlite3.connect(gw.config.db_path) as db:
+        db.execute("UPDATE users SET disabled = 0 WHERE name = 'bystander'")  # v + 1 ...
+    assert search(gw, other).status_code == 200  # ... which the server has now seen
+    with sqlite3.connect(gw.config.db_path) as db:
+        db.execute("UPDATE users SET plan = 'none' WHERE name = 'rewind'")  # v + 2 ...
+        db.execute("UPDATE auth_version SET version = ?", (version,))  # ... set back to v by hand
+    assert_refused(search(gw, token), 403, "not_entitled")
+
+
+def test_without_the_counting_triggers_nothing_is_cached(vendor: tuple[FakeFirecrawl, ServerThread], tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    """A table rebuilt by hand loses its triggers: the server then reads the rows on every request, and says so."""
+    import sqlite3
+
+    harness = GatewayHarness(tmp_path, firecrawl={"firecrawl_url": vendor[1].url,
+                                                  "firecrawl_api_key": "fc-operator-key"})
+    with sqlite3.connect(harness.config.db_path) as db:
+        db.execute("DROP TRIGGER users_update_auth_version")
+    with caplog.at_level("WARNING", logger="hermes.toolgateway"), harness:
+        harness.user("tess", "paid")
+        token = harness.token("tess")
+        assert search(harness, token).status_code == 200 and search(harness, token).status_code == 200
+        with sqlite3.connect(harness.config.db_path) as db:
+            db.execute("UPDATE users SET plan = 'none' WHERE name = 'tess'")  # the counter stands still
+        assert_refused(search(harness, token), 403, "not_entitled")
+    assert "lacks the triggers that count token and user changes" in caplog.text
+
+
 def test_disabled_user_is_403_until_enabled(gw: GatewayHarness) -> None:
     gw.user("dora", "paid")
     token = gw.token("dora")

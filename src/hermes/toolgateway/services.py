@@ -82,6 +82,11 @@ class Gateway:
             self._accounts.on_change = self._auth_changed
             self._oauth = OAuth(self._accounts)
             local = not self.config.database_url  # SQLite: its triggers keep a change counter (auth_version)
+            if local and self.config.auth_cache_ttl > 0 and not self._accounts.auth_watch_intact():
+                log.warning("the gateway database %s lacks the triggers that count token and user changes "
+                            "(a table rebuilt by hand?): token and user rows are read on every request",
+                            self.config.db_path)
+                local = False
             self._auth = Authenticator(self._accounts, self.clock, cache_ttl=self.config.auth_cache_ttl
                                        if self.shared_revocation or local else 0.0)
             if local:

@@ -262,6 +262,18 @@ class Accounts:
         row = self.conn.execute("SELECT version FROM auth_version WHERE id = 1").fetchone()
         return int(row[0]) if row is not None else None
 
+    def auth_watch_intact(self) -> bool:
+        """SQLite: whether the change counter and every trigger raising it are in the file (a table rebuilt
+        by hand, or a trigger dropped, would leave changes the counter never sees)."""
+        from hermes.toolgateway.storage.sqlite_schema import AUTH_VERSION_TRIGGERS
+
+        if self.conn.dialect is not SQLITE:
+            return False
+        found = {row[0] for row in self.conn.execute(
+            "SELECT name FROM sqlite_master WHERE (type = 'trigger' AND tbl_name IN ('users', 'access_tokens')) "
+            "OR (type = 'table' AND name = 'auth_version')")}
+        return {"auth_version", *(name for name, _, _ in AUTH_VERSION_TRIGGERS)} <= found
+
     async def token_state_async(self, jti: str) -> tuple[bool, User] | None:
         """:meth:`token_state` on the async pool when there is one (PostgreSQL)."""
         if self.pool is None:

@@ -89,6 +89,7 @@ class Authenticator:
         #: SQLite: reads the change counter its triggers raise on every token or user change (by any process,
         #: by hand too), which then stands in for the revocation version on every request
         self.local_version: Callable[[], int | None] | None = None
+        self._last_version: int | None = None  # a version lower than this one: the counter was reset
 
     def _claims(self, token: str) -> dict[str, Any]:
         """Verified claims; a token already verified (same bytes, signature included) skips the HMAC and JSON
@@ -119,9 +120,15 @@ class Authenticator:
         nothing is cached."""
         claims, jti = self._verified_claims(token)
         now = time.monotonic()
-        if self.local_version is not None:  # SQLite: the database's own change counter, whatever Redis says
+        if self.cache_ttl <= 0:
+            version = None
+        elif self.local_version is not None:  # SQLite: the database's own change counter, whatever Redis says
             version = self.local_version()
-        cacheable = version is not None and self.cache_ttl > 0 and self.rows_watched()
+        if version is not None:
+            if self._last_version is not None and version < self._last_version:
+                self.forget_rows()  # a restarted Redis, a restored backup: old entries may match a version again
+            self._last_version = version
+        cacheable = version is not None and self.rows_watched()
         generation = self._generation
         if cacheable:
             hit = self._rows.get(jti)

@@ -220,10 +220,16 @@ def m008_auth_version(conn: sqlite3.Connection) -> None:
     _run(conn, [
         "CREATE TABLE auth_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
         "INSERT INTO auth_version (id, version) VALUES (1, 0)",
-        *(f"CREATE TRIGGER {table}_{event.lower()}_auth_version AFTER {event} ON {table} "
+        *(f"CREATE TRIGGER {name} AFTER {event} ON {table} "
           "BEGIN UPDATE auth_version SET version = version + 1 WHERE id = 1; END"
-          for table in ("users", "access_tokens") for event in ("INSERT", "UPDATE", "DELETE")),
+          for name, table, event in AUTH_VERSION_TRIGGERS),
     ])
+
+
+#: the triggers of :func:`m008_auth_version` as (name, table, event); a table rebuilt by hand loses its
+#: triggers, so the gateway checks they are all there before it caches a row (``Accounts.auth_watch_intact``)
+AUTH_VERSION_TRIGGERS = tuple((f"{table}_{event.lower()}_auth_version", table, event)
+                              for table in ("users", "access_tokens") for event in ("INSERT", "UPDATE", "DELETE"))
 
 
 #: tables of the SQLite database alone (bookkeeping with no PostgreSQL twin: not copied by ``migrate``)
