@@ -28,7 +28,7 @@ from hermes.toolgateway.portal.accounts import Accounts
 from hermes.toolgateway.portal.auth import Authenticator
 from hermes.toolgateway.portal.oauth import OAuth
 from hermes.toolgateway.storage import Limiter, open_database, open_limiter
-from hermes.toolgateway.storage.base import Database, StorageUnavailable
+from hermes.toolgateway.storage.base import SQLITE, Database, StorageUnavailable
 from hermes.toolgateway.storage.metering import Meter
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ class Gateway:
             self._accounts = Accounts(self._conn, self.config, secret, self.clock)
             self._accounts.on_change = self._auth_changed
             self._oauth = OAuth(self._accounts)
-            local = not self.config.database_url  # SQLite: its triggers keep a change counter (auth_version)
+            local = self._conn.dialect is SQLITE  # its triggers keep a change counter (auth_version)
             if local and self.config.auth_cache_ttl > 0 and not self._accounts.auth_watch_intact():
                 log.warning("the gateway database %s lacks the triggers that count token and user changes "
                             "(a table rebuilt by hand?): token and user rows are read on every request",

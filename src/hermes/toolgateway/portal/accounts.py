@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from hermes.errors import HermesError
 from hermes.toolgateway.config import CATEGORIES, GatewayConfig, PlanConfig
 from hermes.toolgateway.portal import jwt
-from hermes.toolgateway.storage.base import SQLITE, Database
+from hermes.toolgateway.storage.base import Database
 from hermes.toolgateway.storage.sqlite import as_database
 
 if TYPE_CHECKING:
@@ -255,20 +255,16 @@ class Accounts:
         return row["t_revoked"] is not None, User.from_row(row)
 
     def auth_version(self) -> int | None:
-        """SQLite: the change counter of the token and user rows (raised by triggers on every change, by any
-        process); None on PostgreSQL, which announces changes instead (``pg_notify``)."""
-        if self.conn.dialect is not SQLITE:
-            return None
+        """SQLite databases only: the change counter of the token and user rows (raised by triggers on every
+        change, by any process). PostgreSQL announces the same changes instead (``pg_notify``)."""
         row = self.conn.execute("SELECT version FROM auth_version WHERE id = 1").fetchone()
         return int(row[0]) if row is not None else None
 
     def auth_watch_intact(self) -> bool:
-        """SQLite: whether the change counter and every trigger raising it are in the file (a table rebuilt
-        by hand, or a trigger dropped, would leave changes the counter never sees)."""
+        """SQLite databases only: whether the change counter and every trigger raising it are in the file (a
+        table rebuilt by hand, or a trigger dropped, would leave changes the counter never sees)."""
         from hermes.toolgateway.storage.sqlite_schema import AUTH_VERSION_TRIGGERS
 
-        if self.conn.dialect is not SQLITE:
-            return False
         found = {row[0] for row in self.conn.execute(
             "SELECT name FROM sqlite_master WHERE (type = 'trigger' AND tbl_name IN ('users', 'access_tokens')) "
             "OR (type = 'table' AND name = 'auth_version')")}
