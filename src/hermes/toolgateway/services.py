@@ -156,6 +156,14 @@ class Gateway:
             await insert.close()
             raise
         self._writer = self.meter.writer = writer
+        if self.auth.local_version is not None:  # the change counter is read again only after a commit
+            import sqlite3
+
+            from hermes.toolgateway.storage.wal_index import WalIndexWatch
+
+            raw = getattr(self._conn, "conn", None)
+            if isinstance(raw, sqlite3.Connection):
+                self.accounts.wal_watch = WalIndexWatch.open(raw)
 
     async def _start_hot_path(self, url: str) -> None:
         """PostgreSQL: the async pool for tokens, quotas and usage, and the usage journal (replayed first)."""
@@ -217,6 +225,8 @@ class Gateway:
     def close_db(self) -> None:
         """Close the database connection (what :meth:`open` opened)."""
         if self._conn is not None:
+            if self._accounts is not None:
+                self._accounts.wal_watch = None  # its header may be read only while this connection is open
             self._conn.close()
             self._conn = None
             self._accounts = self._oauth = self._auth = self._meter = None

@@ -31,6 +31,7 @@ from hermes.toolgateway.storage.sqlite import as_database
 
 if TYPE_CHECKING:
     from hermes.toolgateway.storage.pg_async import AsyncPool
+    from hermes.toolgateway.storage.wal_index import WalIndexWatch
 
 PLANS = ("paid", "free", "none")
 #: Scopes a client may ask for; ``tool:invoke`` is always granted (the relays require it).
@@ -117,6 +118,11 @@ class Accounts:
         #: called after every change that cached token or user rows must see at once (revocation, a disabled
         #: user, a new plan): the gateway bumps the shared revocation version and drops its own cache
         self.on_change: Callable[[], None] = lambda: None
+        #: SQLite, in a serving gateway: the WAL-index header that tells :meth:`auth_version` nothing was
+        #: committed since its last read (set by the gateway's start, dropped before its connection closes)
+        self.wal_watch: WalIndexWatch | None = None
+        self._seen_header = b""
+        self._seen_version: int | None = None
 
     # -- users ---------------------------------------------------------------------------------------
     def plan_of(self, user: User) -> PlanConfig:
@@ -256,9 +262,21 @@ class Accounts:
 
     def auth_version(self) -> int | None:
         """SQLite databases only: the change counter of the token and user rows (raised by triggers on every
-        change, by any process). PostgreSQL announces the same changes instead (``pg_notify``)."""
+        change, by any process). PostgreSQL announces the same changes instead (``pg_notify``).
+
+        With :attr:`wal_watch` the counter is read again only after a commit (by anyone) moved the WAL-index
+        header; the header is taken before the statement, so a commit racing the read moves it again."""
+        watch = self.wal_watch
+        header = b""
+        if watch is not None:
+            header = watch.header()
+            if header == self._seen_header:
+                return self._seen_version
         row = self.conn.execute("SELECT version FROM auth_version WHERE id = 1").fetchone()
-        return int(row[0]) if row is not None else None
+        version = int(row[0]) if row is not None else None
+        if watch is not None and watch.settled():  # a transaction's snapshot may predate the header
+            self._seen_header, self._seen_version = header, version
+        return version
 
     def auth_watch_intact(self) -> bool:
         """SQLite databases only: whether the change counter and every trigger raising it are in the file (a
