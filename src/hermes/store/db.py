@@ -14,6 +14,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -55,7 +56,7 @@ def open_sqlite(path: Path, migrations: Sequence[Migration], *, busy_timeout_ms:
     try:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms:d}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        _use_wal(conn, busy_timeout_ms)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         migrate(conn, migrations)
@@ -66,6 +67,28 @@ def open_sqlite(path: Path, migrations: Sequence[Migration], *, busy_timeout_ms:
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """``PRAGMA journal_mode = WAL``, tried again while another process holds the file's lock.
+
+    Turning a new database to WAL takes an exclusive lock without SQLite's busy handler, so two
+    processes opening a fresh file at once (a dispatcher's first workers on a new ``HERMES_HOME``) had
+    one of them fail at once with "database is locked"; it now waits as for any other lock, up to
+    ``busy_timeout_ms``.
+    """
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.002
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # SQLITE_BUSY and its extended codes
+            if code != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def connect(path: Path) -> sqlite3.Connection:
