@@ -30,6 +30,7 @@ from hermes.toolgateway.portal.oauth import OAuth
 from hermes.toolgateway.storage import Limiter, open_database, open_limiter
 from hermes.toolgateway.storage.base import SQLITE, Database, StorageUnavailable
 from hermes.toolgateway.storage.metering import Meter
+from hermes.toolgateway.storage.sqlite import SQLiteDatabase
 
 if TYPE_CHECKING:
     import httpx
@@ -156,14 +157,11 @@ class Gateway:
             await insert.close()
             raise
         self._writer = self.meter.writer = writer
-        if self.auth.local_version is not None:  # the change counter is read again only after a commit
-            import sqlite3
-
+        # the change counter is read again only after a commit
+        if self.auth.local_version is not None and isinstance(self._conn, SQLiteDatabase):
             from hermes.toolgateway.storage.wal_index import WalIndexWatch
 
-            raw = getattr(self._conn, "conn", None)
-            if isinstance(raw, sqlite3.Connection):
-                self.accounts.wal_watch = WalIndexWatch.open(raw)
+            self.accounts.wal_watch = WalIndexWatch.open(self._conn.conn)
 
     async def _start_hot_path(self, url: str) -> None:
         """PostgreSQL: the async pool for tokens, quotas and usage, and the usage journal (replayed first)."""
