@@ -90,6 +90,24 @@ def test_search_and_scrape_through_firecrawl(vendor_gw: GatewayHarness, fake: tu
     assert fake[0].requests[-1]["json"] == UPSTREAM_SCRAPE
 
 
+def test_a_200_answer_is_passed_on_only_when_it_says_success(vendor_gw: GatewayHarness,
+                                                             fake: tuple[FakeFirecrawl, ServerThread]) -> None:
+    vendor = fake[0]
+    # "success": true as the first member (how Firecrawl writes its answers): passed on byte for byte, unparsed
+    vendor.answer_next = [b' {\n  "success" : true , "data": {"web": []}, "note": "spaced"}']
+    resp = call(vendor_gw, "search", {"query": "spaced"})
+    assert resp.status_code == 200 and resp.content == b' {\n  "success" : true , "data": {"web": []}, "note": "spaced"}'
+    # anywhere else, the answer is read: true passes, false or missing is a vendor error
+    vendor.answer_next = [b'{"data": {"web": []}, "success": true}']
+    assert call(vendor_gw, "search", {"query": "later"}).status_code == 200
+    for body in (b'{"success": false, "error": "x"}', b'{"data": {}}', b'{"successful": true}', b'{"success": truest}',
+                 b'[{"success": true}]', b'not json'):
+        vendor.answer_next = [body]
+        resp = call(vendor_gw, "search", {"query": "bad"})
+        assert resp.status_code == 502, body
+        assert resp.json()["code"] in ("vendor_error", "vendor_bad_response"), body
+
+
 def test_vendor_errors_retries_and_mapping(vendor_gw: GatewayHarness, fake: tuple[FakeFirecrawl, ServerThread]
                                            ) -> None:
     vendor = fake[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from fakes.vendors import ServerThread
 from fakes.vendors.fal import FakeFal
 from fakes.vendors.harness import GatewayHarness
-from hermes.toolgateway.accesslog import redact_path, redact_query
+from hermes.toolgateway.accesslog import AccessLogMiddleware, LogSink, redact_path, redact_query
 
 OPERATOR_KEY = "fal-operator-secret"
 MODEL = "fal-ai/flux-2/klein/9b"
@@ -122,6 +123,29 @@ def test_redaction_rules() -> None:
     assert redact_path("/api/key/abc/def") == "/api/key/***/def"
     masked = redact_query(b"q=hello&u=eyJhbGciOi.eyJzdWIi.c2ln")
     assert "q=hello" in masked and "eyJ" not in masked
+
+
+def test_an_access_line_is_what_json_dumps_writes(tmp_path: Path) -> None:
+    """The line is written without json.dumps; it must still be the same JSON, escapes included."""
+    sink = LogSink(str(tmp_path / "access.log"))
+    middleware = AccessLogMiddleware(lambda scope, receive, send: None, sink)
+    scopes = [({"method": "POST", "path": "/relay/firecrawl/v2/search", "query_string": b"",
+                "headers": [(b"host", b"127.0.0.1:8787")], "client": ("127.0.0.1", 5000)}, {"gw_user": "u_1"}, 200),
+              ({"method": "GET", "path": '/a"b\\c/\u00e9\u4e2d\U0001f600\x01', "query_string": b"q=\"x\"&n=%E2%82%AC",
+                "headers": [(b"host", "h\u00f6st".encode("latin-1"))]}, {}, 404)]
+    for scope, state, status in scopes:
+        middleware._write(scope, state, status, 1.23456)
+    sink.close()
+    lines = (tmp_path / "access.log").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    for line, (scope, state, status) in zip(lines, scopes, strict=True):
+        record = json.loads(line)
+        expected = {"ts": record["ts"], "method": scope["method"], "host": scope["headers"][0][1].decode("latin-1"),
+                    "path": redact_path(str(scope["path"])), "query": redact_query(scope["query_string"]),
+                    "status": status, "latency_ms": 1.235, "user": state.get("gw_user"),
+                    "client": scope["client"][0] if "client" in scope else None}
+        assert line == json.dumps(expected, separators=(",", ":"))
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["ts"])
 
 
 # -- file modes -------------------------------------------------------------------------------------------

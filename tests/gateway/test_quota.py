@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,7 +18,7 @@ import pytest
 
 from fakes.vendors import FakeFirecrawl, ServerThread
 from fakes.vendors.harness import GatewayHarness
-from hermes.toolgateway.storage.metering import Meter, QuotaExceeded, month_period, next_period_start
+from hermes.toolgateway.storage.metering import Meter, QuotaExceeded, month_period, next_period_start, row_id
 from hermes.toolgateway.storage.ratelimit import RateLimiter
 from hermes.toolgateway.storage.sqlite import connect
 
@@ -141,6 +143,31 @@ def test_meter_reserve_refund_and_periods(tmp_path: Path) -> None:
     assert meter.reserve(1, "fal", 1000, None, jan).units == 0  # unlimited: nothing reserved
     assert next_period_start(1_734_000_000.0) == 1_735_689_600.0  # December → 1 January (UTC)
     conn.close()
+
+
+def test_month_names_are_remembered_only_within_their_month() -> None:
+    jan_start = 1_735_689_600.0  # 2025-01-01T00:00:00Z
+    for now, name in ((jan_start + 86400, "2025-01"), (jan_start - 0.001, "2024-12"), (jan_start, "2025-01"),
+                      (1_738_367_999.999, "2025-01"), (1_738_368_000.0, "2025-02"), (jan_start + 5, "2025-01"),
+                      (951_782_400.0, "2000-02"), (4_102_444_800.0, "2100-01")):
+        assert month_period(now) == name == time.strftime("%Y-%m", time.gmtime(now)), now
+
+
+def test_usage_row_ids_are_unique_and_a_forked_child_draws_its_own() -> None:
+    ids = [row_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000 and all(re.fullmatch(r"[0-9a-f]{24}", rid) for rid in ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its ids must not repeat the parent's next ones
+        os.close(read)
+        os.write(write, " ".join(row_id() for _ in range(10)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split()
+    os.waitpid(pid, 0)
+    parent = [row_id() for _ in range(10)]
+    assert len(child) == 10 and not set(child) & set(parent) and child[0][:16] != parent[0][:16]
 
 
 def test_rate_limit_per_token(fake: tuple[FakeFirecrawl, ServerThread], tmp_path: Path) -> None:

@@ -136,3 +136,18 @@ def test_html_metadata_and_links() -> None:
                             "https://s.test/")
     assert (page.title, page.description, page.language) == ("A title", "desc", "de")
     assert page.links == ["https://s.test/x"]
+
+
+def test_request_and_answer_bodies_are_read_as_json_loads_reads_bytes() -> None:
+    import json
+
+    from hermes.toolgateway.errors import loads_body
+
+    text = '{"q": "caf\u00e9 \u4e2d", "n": [1, 2.5, null]}'
+    bodies = [text.encode(enc) for enc in ("utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32")]
+    bodies += [b"[]", b" 1", b'"x"', b"{}"]
+    for body in bodies:
+        assert loads_body(body) == json.loads(body), body
+    for bad in (b"\xff\xff", b"{", b"caf\xe9"):
+        with pytest.raises(ValueError):
+            loads_body(bad)

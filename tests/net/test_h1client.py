@@ -144,6 +144,38 @@ def test_a_slow_answer_times_out_and_a_closed_port_is_a_connect_error() -> None:
     asyncio.run(scenario())
 
 
+def test_tries_with_different_times_share_one_timer_and_each_ends_on_time() -> None:
+    async def slow(request: bytes, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(0.6 if b"/answered" in request else 30)
+        writer.write(answer(b"late"))
+        return True
+
+    async def timed(client: H1Client, url: str, timeout: float) -> float | int:
+        started = time.monotonic()
+        try:
+            return (await client.request("GET", url, max_bytes=100, timeout=timeout)).status
+        except httpx.ReadTimeout:
+            return time.monotonic() - started
+
+    async def scenario() -> None:
+        server, url, _counts = await serve(slow)
+        client = H1Client()
+        try:
+            # a long try arms the timer first; a shorter one started after it must still end on its own time,
+            # and the timer is armed again for the ones left after it fires
+            results = await asyncio.gather(timed(client, url + "/answered", 5), timed(client, url + "/a", 0.9),
+                                           timed(client, url + "/b", 0.25), timed(client, url + "/c", 0.5))
+            assert results[0] == 200
+            for got, wanted in zip(results[1:], (0.9, 0.25, 0.5), strict=True):
+                assert isinstance(got, float) and wanted - 0.01 <= got < wanted + 0.25, (got, wanted)
+            assert not client._due  # nothing is left watched
+        finally:
+            await client.aclose()
+            server.close()
+
+    asyncio.run(scenario())
+
+
 def test_an_idle_connection_the_server_closed_is_replaced_once() -> None:
     async def once_then_close(request: bytes, writer: asyncio.StreamWriter) -> bool:
         writer.write(answer(b"ok"))

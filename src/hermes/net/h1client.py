@@ -25,6 +25,7 @@ it while idle) is sent once more on a fresh connection. Only ``GET``, ``POST``, 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import ssl
 import time
@@ -145,6 +146,10 @@ class _Connection(asyncio.Protocol):
             self.answer.set_result(None)
 
     # -- use ----------------------------------------------------------------------------------------
+    def time_out(self) -> None:
+        """The try's time is up: its wait ends with ``TimeoutError`` and the connection is dropped."""
+        self._fail(TimeoutError())
+
     def _fail(self, exc: BaseException) -> None:
         if self.answer is not None and not self.answer.done():
             self.answer.set_exception(exc)
@@ -180,6 +185,39 @@ class H1Client:
         self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
         self._tls: ssl.SSLContext | None = None
         self._closed = False
+        #: connections waiting for an answer → the monotonic time their try ends; one loop timer for them all
+        self._due: dict[_Connection, float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = math.inf
+
+    # -- try deadlines ------------------------------------------------------------------------------
+    def _watch(self, conn: _Connection, until: float) -> None:
+        """End ``conn``'s wait at ``until`` (``time.monotonic()``). The timer is moved only for an earlier
+        time: tries are mostly given the same span, so one timer serves many (a timer a try cost more than
+        the rest of the try's bookkeeping)."""
+        self._due[conn] = until
+        if until < self._timer_at:
+            self._arm(until, time.monotonic())
+
+    def _arm(self, at: float, now: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        # a loop's timer may fire a little before its time (uvloop counts whole milliseconds): never sooner than 1 ms
+        self._timer = asyncio.get_running_loop().call_later(max(at - now, 0.001), self._expire)
+        self._timer_at = at
+
+    def _expire(self) -> None:
+        self._timer, self._timer_at = None, math.inf
+        now = time.monotonic()
+        following = math.inf
+        for conn, at in list(self._due.items()):
+            if at <= now:
+                del self._due[conn]
+                conn.time_out()
+            elif at < following:
+                following = at
+        if following < math.inf:
+            self._arm(following, now)
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
@@ -247,12 +285,15 @@ class H1Client:
             while True:
                 if conn is None:
                     conn = await self._connect(origin, timeout)
-                left = None if timeout is None else timeout - (time.monotonic() - started)
                 try:
-                    if left is not None and left <= 0:
-                        raise TimeoutError
-                    async with asyncio.timeout(left):
+                    if timeout is not None:
+                        if time.monotonic() - started >= timeout:
+                            raise TimeoutError
+                        self._watch(conn, started + timeout)
+                    try:
                         await conn.exchange(request, max_bytes)
+                    finally:
+                        self._due.pop(conn, None)
                 except TimeoutError:
                     conn.close()
                     raise httpx.ReadTimeout(f"no complete answer from {origin[1]} in time") from None
@@ -286,6 +327,9 @@ class H1Client:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer, self._timer_at = None, math.inf
         for idle in self._idle.values():
             for conn in idle:
                 conn.close()

@@ -21,12 +21,11 @@ Masking (``***``), so that a credential sent in a URL never reaches the log:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
 import time
-from typing import IO
+from json.encoder import encode_basestring_ascii as _encode_ascii
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -97,12 +96,13 @@ def redact_query(raw: bytes) -> str:
 
 
 class LogSink:
-    """Where access lines go: ``-`` (stderr), ``off`` (nowhere) or a file path (opened on first use,
-    appended, line-buffered, closed by :meth:`close` when the server stops)."""
+    """Where access lines go: ``-`` (stderr), ``off`` (nowhere) or a file path (opened on first use, each
+    line appended with one ``write(2)`` on an ``O_APPEND`` descriptor, closed by :meth:`close` when the
+    server stops): nothing is held back in a buffer, and processes sharing the file never interleave lines."""
 
     def __init__(self, target: str) -> None:
         self.target = target
-        self._stream: IO[str] | None = None
+        self._fd = -1
 
     @property
     def enabled(self) -> bool:
@@ -113,15 +113,17 @@ class LogSink:
             sys.stderr.write(line + "\n")
             sys.stderr.flush()
             return
-        if self._stream is None:
-            fd = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-            self._stream = open(fd, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in close()
-        self._stream.write(line + "\n")
+        if self._fd < 0:
+            self._fd = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
+                               0o600)
+        data = (line + "\n").encode("utf-8")
+        while data:
+            data = data[os.write(self._fd, data):]
 
     def close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-            self._stream = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
 
 
 class AccessLogMiddleware:
@@ -157,16 +159,30 @@ class AccessLogMiddleware:
                 host = value.decode("latin-1")
                 break
         client = scope.get("client")
-        now = time.time()
-        record = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
-            "method": scope.get("method"),
-            "host": host,
-            "path": redact_path(str(scope.get("path") or "")),
-            "query": redact_query(scope.get("query_string", b"")),
-            "status": status,
-            "latency_ms": round(latency_ms, 3),
-            "user": state.get("gw_user"),
-            "client": client[0] if client else None,
-        }
-        self.sink.write(json.dumps(record, separators=(",", ":")))
+        user = state.get("gw_user")
+        # the line json.dumps(..., separators=(",", ":")) would write, without its encoder's per-call set-up
+        self.sink.write(
+            f'{{"ts":"{_timestamp(time.time())}","method":{_json_text(scope.get("method"))},'
+            f'"host":{_json_text(host)},"path":{_json_text(redact_path(str(scope.get("path") or "")))},'
+            f'"query":{_json_text(redact_query(scope.get("query_string", b"")))},"status":{int(status)},'
+            f'"latency_ms":{round(latency_ms, 3)!r},"user":{_json_text(user)},'
+            f'"client":{_json_text(client[0] if client else None)}}}')
+
+
+def _json_text(value: object) -> str:
+    """``value`` as JSON: a string (ASCII-escaped, as ``json.dumps`` writes it) or null."""
+    return "null" if value is None else _encode_ascii(str(value))
+
+
+_second = -1
+_second_text = ""
+
+
+def _timestamp(now: float) -> str:
+    """``now`` as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (UTC); the seconds' text is formatted once a second."""
+    global _second, _second_text
+    whole = int(now)
+    if whole != _second:
+        _second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+        _second = whole
+    return f"{_second_text}.{int(now % 1 * 1000):03d}Z"

@@ -2,7 +2,8 @@
 
 ``FakeFirecrawl(api_key="fc-test")`` checks ``Authorization: Bearer fc-test`` (401 otherwise), logs
 every request (path, headers, JSON body) in ``requests``, and answers the statuses queued in
-``fail_next`` first (``fake.fail_next = [503, 503]`` → two 503s, then success) — for retry tests.
+``fail_next`` first (``fake.fail_next = [503, 503]`` → two 503s, then success) — for retry tests — and
+the raw 200 bodies queued in ``answer_next`` after them (answers that are not Firecrawl's usual shape).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 
@@ -23,16 +24,18 @@ class FakeFirecrawl:
         self.api_key = api_key
         self.delay = delay
         self.fail_next: list[int] = []
+        self.answer_next: list[bytes] = []
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self.app = Starlette(routes=[Route("/v2/search", self._search, methods=["POST"]),
                                      Route("/v2/scrape", self._scrape, methods=["POST"])])
 
-    async def _common(self, request: Request) -> tuple[dict[str, Any], JSONResponse | None]:
+    async def _common(self, request: Request) -> tuple[dict[str, Any], Response | None]:
         body = json.loads(await request.body() or b"{}")
         with self._lock:
             self.requests.append({"path": request.url.path, "headers": dict(request.headers), "json": body})
             status = self.fail_next.pop(0) if self.fail_next else None
+            raw = self.answer_next.pop(0) if status is None and self.answer_next else None
         if self.delay:
             await asyncio.sleep(self.delay)
         if request.headers.get("authorization") != f"Bearer {self.api_key}":
@@ -40,9 +43,11 @@ class FakeFirecrawl:
         if status is not None:
             headers = {"retry-after": "0"} if status == 429 else {}
             return body, JSONResponse({"success": False, "error": f"scripted failure {status}"}, status, headers)
+        if raw is not None:
+            return body, Response(raw, 200, media_type="application/json")
         return body, None
 
-    async def _search(self, request: Request) -> JSONResponse:
+    async def _search(self, request: Request) -> Response:
         body, failure = await self._common(request)
         if failure is not None:
             return failure
@@ -51,7 +56,7 @@ class FakeFirecrawl:
                 "description": f"About {query} ({i})", "position": i} for i in range(1, limit + 1)]
         return JSONResponse({"success": True, "data": {"web": web}, "creditsUsed": 1})
 
-    async def _scrape(self, request: Request) -> JSONResponse:
+    async def _scrape(self, request: Request) -> Response:
         body, failure = await self._common(request)
         if failure is not None:
             return failure

@@ -81,7 +81,8 @@ class Authenticator:
         #: seconds a token's row and its owner's are reused on the hot path (with a revocation version only)
         self.cache_ttl = cache_ttl
         self._verified: dict[str, dict[str, Any]] = {}
-        self._rows: dict[str, tuple[tuple[bool, User], tuple[int, int], float]] = {}
+        #: jti → (revoked, user), the (version, generation) they were read under, until when, the Principal made of them
+        self._rows: dict[str, tuple[tuple[bool, User], tuple[int, int], float, Principal | None]] = {}
         self._generation = 0
         #: whether changes made outside hermes's knowledge reach :meth:`forget_rows` now (the database's
         #: change notifications are being received); nothing is cached while this answers False
@@ -133,13 +134,18 @@ class Authenticator:
         if cacheable:
             hit = self._rows.get(jti)
             if hit is not None and hit[1] == (version, generation) and hit[2] > now:
-                return self._principal(claims, jti, hit[0])
+                made = hit[3]
+                if made is not None and made.claims is claims:  # the same rows and the same verified token
+                    return made
+                principal = self._principal(claims, jti, hit[0])
+                self._rows[jti] = (hit[0], hit[1], hit[2], principal)
+                return principal
         state = await self.accounts.token_state_async(jti)
         if cacheable and state is not None and generation == self._generation:  # no change while we read
             if len(self._rows) >= self.cache_size:
                 self._rows.clear()
             assert version is not None
-            self._rows[jti] = (state, (version, generation), now + self.cache_ttl)
+            self._rows[jti] = (state, (version, generation), now + self.cache_ttl, None)
         return self._principal(claims, jti, state)
 
     def forget_rows(self) -> None:

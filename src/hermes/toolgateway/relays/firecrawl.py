@@ -21,6 +21,7 @@ Backends, chosen per operation in ``[relays.firecrawl]``:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,6 +39,8 @@ SCRAPE_FIELDS = frozenset({"url", "formats", "onlyMainContent", "includeTags", "
                            "waitFor", "mobile", "skipTlsVerification", "timeout", "parsers", "location",
                            "removeBase64Images", "blockAds", "proxy", "storeInCache", "fastMode", "origin"})
 FORMATS = frozenset({"markdown", "html", "rawHtml", "links"})
+#: an answer whose first member is ``"success": true`` (how Firecrawl writes every answer): passed on as it is
+_SUCCESS_FIRST = re.compile(rb'[ \t\r\n]*\{[ \t\r\n]*"success"[ \t\r\n]*:[ \t\r\n]*true[ \t\r\n]*[,}]')
 MAX_QUERY = 1000
 MAX_URL = 4096
 MAX_LIMIT = 50
@@ -178,9 +181,10 @@ class FirecrawlRelay(Relay):
                                     limits=self.gateway.config.limits, deadline=call.deadline, json_body=body,
                                     headers=headers)
         raise_for_vendor(resp, "firecrawl", (cfg.firecrawl_api_key,))
-        data = resp.json("firecrawl")
-        if not isinstance(data, dict) or data.get("success") is not True:
-            raise GatewayHTTPError(502, "vendor_error", "firecrawl answered without success")
+        if not _SUCCESS_FIRST.match(resp.body):  # Firecrawl's own answers open with it: no parse of a large page
+            data = resp.json("firecrawl")
+            if not isinstance(data, dict) or data.get("success") is not True:
+                raise GatewayHTTPError(502, "vendor_error", "firecrawl answered without success")
         return RelayResult(200, resp.body)
 
 

@@ -18,6 +18,7 @@ operator's key is scrubbed from every message that is passed on.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -30,9 +31,11 @@ from hermes.errors import DeadlineExceeded, ResponseTooLarge
 from hermes.net.h1client import H1Client
 from hermes.net.http import HttpAnswer, RetryPolicy, send_request
 from hermes.toolgateway.config import Limits
-from hermes.toolgateway.errors import GatewayHTTPError, too_many
+from hermes.toolgateway.errors import GatewayHTTPError, loads_body, too_many
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+#: request bodies' encoder, made once (``json.dumps`` with separators builds a new one on every call)
+_JSON_BODY = json.JSONEncoder(separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class VendorResponse(HttpAnswer):
     def json(self, vendor: str) -> Any:
         """The body as JSON, or a 502 ``vendor_bad_response``."""
         try:
-            return json.loads(self.body)
+            return loads_body(self.body)
         except (ValueError, UnicodeDecodeError):
             raise GatewayHTTPError(502, "vendor_bad_response", f"{vendor} answered with something that is not JSON") \
                 from None
@@ -68,6 +71,7 @@ def operator_headers(api_key: str | None, scheme: str, client: Mapping[str, str]
     return headers
 
 
+@functools.lru_cache(maxsize=16)
 def retry_policy(limits: Limits) -> RetryPolicy:
     """``limits.vendor_retries`` retries after the first try; backoff ``backoff_base`` × 2ⁿ × 0.5–1.5, uncapped
     (the deadline bounds it), and the vendor's ``Retry-After`` taken as it is."""
@@ -84,7 +88,7 @@ async def vendor_request(client: httpx.AsyncClient | H1Client, method: str, url:
     """
     all_headers = dict(headers or {})
     if content is None and json_body is not None:
-        content = json.dumps(json_body, separators=(",", ":")).encode("utf-8")
+        content = _JSON_BODY.encode(json_body).encode("utf-8")
         all_headers.setdefault("content-type", "application/json")
     try:
         if isinstance(client, H1Client):

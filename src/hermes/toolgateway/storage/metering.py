@@ -22,6 +22,7 @@ the next month starts.
 from __future__ import annotations
 
 import calendar
+import os
 import secrets
 import sqlite3
 import time
@@ -41,9 +42,49 @@ _RESERVE = ("INSERT INTO quota_counters (user_id, category, period, used) VALUES
 _USED = "SELECT used FROM quota_counters WHERE user_id = ? AND category = ? AND period = ?"
 
 
+#: the month :func:`month_period` answered last: its first second, the next month's first second, its name
+_month: tuple[float, float, str] = (0.0, 0.0, "")
+
+
 def month_period(now: float) -> str:
-    """``YYYY-MM`` (UTC) of ``now``."""
-    return time.strftime("%Y-%m", time.gmtime(now))
+    """``YYYY-MM`` (UTC) of ``now`` (formatted once a month: every relayed request asks)."""
+    global _month
+    start, end, name = _month
+    if start <= now < end:
+        return name
+    t = time.gmtime(now)
+    name = f"{t.tm_year:04d}-{t.tm_mon:02d}"
+    _month = (float(calendar.timegm((t.tm_year, t.tm_mon, 1, 0, 0, 0, 0, 0, 0))), next_period_start(now), name)
+    return name
+
+
+class _RowIds:
+    """Usage row ids (``rid``, 24 hex digits): a random prefix drawn once per process and a counter.
+
+    Unique across processes as the former 12 random bytes were, without a ``getrandom`` call per request;
+    a forked child draws a prefix of its own (it would otherwise repeat its parent's ids, which the
+    idempotent insert would then drop as already counted)."""
+
+    def __init__(self) -> None:
+        self._prefix = ""
+        self._next = 0
+        self.redraw()
+        os.register_at_fork(after_in_child=self.redraw)
+
+    def redraw(self) -> None:
+        self._prefix = secrets.token_hex(8)
+        self._next = 0
+
+    def __call__(self) -> str:
+        n = self._next
+        if n > 0xFFFFFFFF:  # 2**32 rows from one prefix: draw another
+            self.redraw()
+            n = 0
+        self._next = n + 1
+        return f"{self._prefix}{n:08x}"
+
+
+row_id = _RowIds()
 
 
 def next_period_start(now: float) -> float:
@@ -140,7 +181,7 @@ class Meter:
                cost: float, status: int, latency_ms: float, now: float) -> None:
         """Append one relayed call to the usage log: in a serving gateway written ahead to the usage journal
         and inserted with the next batch (:mod:`.usage_journal`); without one (the CLI) committed at once."""
-        row = (secrets.token_hex(12), now, user_id, jti, category, vendor, operation, units, cost, status,
+        row = (row_id(), now, user_id, jti, category, vendor, operation, units, cost, status,
                round(latency_ms, 3))
         if self.writer is not None:
             self.writer.record(row)

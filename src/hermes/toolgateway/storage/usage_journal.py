@@ -56,6 +56,9 @@ COLUMNS = ("rid", "ts", "user_id", "jti", "category", "vendor", "operation", "un
 _SEGMENT = re.compile(r"^usage-([0-9a-f]+)-(\d+)\.jsonl$")
 _LOCK = re.compile(r"^usage-([0-9a-f]+)\.lock$")
 
+#: one journal line's encoder, made once (``json.dumps`` with separators builds a new one every call)
+_LINE = json.JSONEncoder(separators=(",", ":"))
+
 Insert = Callable[[Sequence[Sequence[Any]]], Awaitable[None]]
 
 
@@ -109,7 +112,7 @@ class UsageWriter:
         self._lock_fd = -1
         self._segment: Path | None = None
         self._sealed: list[Path] = []
-        self._pending: list[list[Any]] = []  # rows of the sealed segments and the current one, in order
+        self._pending: list[Sequence[Any]] = []  # rows of the sealed segments and the current one, in order
         self._sealed_rows = 0  # how many of the pending rows are in sealed segments
         self._segment_rows = 0  # rows written to the current segment
         self._wake = asyncio.Event()
@@ -201,9 +204,9 @@ class UsageWriter:
     # -- the request path ------------------------------------------------------------------------------
     def record(self, row: Sequence[Any]) -> None:
         """Journal one row (one ``write``) and queue it for the next batch."""
-        line = (json.dumps(list(row), separators=(",", ":")) + "\n").encode("utf-8")
+        line = (_LINE.encode(row) + "\n").encode("utf-8")
         os.write(self._fd, line)
-        self._pending.append(list(row))
+        self._pending.append(row)
         self._segment_rows += 1
         if len(self._pending) >= self.batch:
             self._wake.set()
