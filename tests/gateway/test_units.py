@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,3 +152,32 @@ def test_request_and_answer_bodies_are_read_as_json_loads_reads_bytes() -> None:
     for bad in (b"\xff\xff", b"{", b"caf\xe9"):
         with pytest.raises(ValueError):
             loads_body(bad)
+
+
+def test_a_relay_result_is_sent_as_starlettes_response_would_send_it() -> None:
+    import asyncio
+
+    from starlette.responses import Response
+
+    from hermes.toolgateway.relays.base import RelayResult
+
+    cases = [RelayResult(200, b'{"a":1}'), RelayResult(201, b"x", "text/plain"),
+             RelayResult(200, b"x", "text/html; charset=latin-1", {"X-Request-Id": "r1", "Cache-Control": "no-store"}),
+             RelayResult(204, b""), RelayResult(304, b""),
+             RelayResult(200, b"abc", "audio/mpeg", {"Content-Length": "3"}),
+             RelayResult(302, b"", "application/json", {"location": "https://example.org/a", "content-type": "text/x"})]
+
+    async def sent(app: Any) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            messages.append(message)
+
+        await app(send)
+        return messages
+
+    for result in cases:
+        ours = asyncio.run(sent(result.send))
+        theirs = asyncio.run(sent(lambda send, r=result: Response(r.body, r.status, r.headers, r.content_type)(
+            {"type": "http"}, None, send)))
+        assert ours == theirs, result

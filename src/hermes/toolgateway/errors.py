@@ -26,6 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 from starlette.responses import Response
 
 from hermes.toolgateway.storage.base import StorageError, StorageUnavailable
@@ -59,16 +60,14 @@ def refusal(exc: GatewayHTTPError | StorageError) -> GatewayHTTPError:
     return GatewayHTTPError(400, exc.code, exc.public)
 
 
-#: the starts of a body ``json.loads`` reads as something other than UTF-8 (a byte-order mark)
-_BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
-
-
 def loads_body(body: bytes) -> Any:
-    """``json.loads(body)``, the UTF-8 case decoded first (bytes make ``json.loads`` sniff the encoding:
-    a NUL among the first four bytes or a byte-order mark, both of which keep that path)."""
-    if b"\x00" in body[:4] or body.startswith(_BOMS):
+    """``json.loads(body)``, read by orjson (several times faster) and by json only when orjson refuses it:
+    what json also takes (a byte-order mark, UTF-16 or UTF-32, ``NaN``, a lone surrogate) reads as before,
+    and what json refuses raises json's error. (orjson reads an integer beyond 64 bits as a float.)"""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
         return json.loads(body)
-    return json.loads(body.decode("utf-8"))
 
 
 def json_object(body: bytes) -> dict[str, Any]:

@@ -60,6 +60,21 @@ class RelayResult:
     def of_json(cls, data: Any, status: int = 200) -> RelayResult:
         return cls(status, json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
+    async def send(self, send: Send) -> None:
+        """Answer with it: the head and body Starlette's ``Response`` would send (a ``Content-Length`` unless
+        the status has no body, the content type with ``charset=utf-8`` for ``text/*``), without building one."""
+        raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in self.headers.items()]
+        given = {name for name, _ in raw} if raw else ()
+        if b"content-length" not in given and not (self.status < 200 or self.status in (204, 304)):
+            raw.append((b"content-length", str(len(self.body)).encode("latin-1")))
+        if b"content-type" not in given:
+            media = self.content_type
+            if media.startswith("text/") and "charset=" not in media.lower():
+                media += "; charset=utf-8"
+            raw.append((b"content-type", media.encode("latin-1")))
+        await send({"type": "http.response.start", "status": self.status, "headers": raw})
+        await send({"type": "http.response.body", "body": self.body})
+
 
 @dataclass
 class RelayCall:
@@ -187,9 +202,15 @@ class Relay(ABC):
             response = await self._handle(scope, receive)
         except (GatewayHTTPError, StorageError) as exc:
             response = refusal(exc).response()
-        await response(scope, receive, send)
+        except Exception:  # relay requests do not pass Starlette's error middleware (app.GatewayApp)
+            log.exception("relay %s failed before its handler ran", self.label)
+            response = _internal_error()
+        if isinstance(response, RelayResult):
+            await response.send(send)
+        else:
+            await response(scope, receive, send)
 
-    async def _handle(self, scope: Scope, receive: Receive) -> Response:
+    async def _handle(self, scope: Scope, receive: Receive) -> Response | RelayResult:
         gw = self.gateway
         headers = Headers(scope=scope)
         token = extract_token(headers, self.token_sources)
@@ -211,7 +232,7 @@ class Relay(ABC):
         return await self._metered(op, principal, scope, headers, body)
 
     async def _metered(self, op: Operation, principal: Principal, scope: Scope, headers: Headers,
-                       body: bytes) -> Response:
+                       body: bytes) -> Response | RelayResult:
         gw = self.gateway
         now = gw.clock()
         backend = self.backend(op.name)
@@ -227,8 +248,7 @@ class Relay(ABC):
                              time.monotonic() + gw.config.limits.vendor_deadline, scope["path"], scope["method"],
                              scope, self.label)
             result = await op.handler(call)
-            response: Response = Response(result.body, status_code=result.status, headers=result.headers,
-                                          media_type=result.content_type)
+            response: Response | RelayResult = result
             status = result.status
         except QuotaExceeded as exc:
             err = too_many("quota_exceeded", f"{exc}; it resets at the start of next month (UTC)", exc.retry_after,
@@ -239,9 +259,7 @@ class Relay(ABC):
             response, status = err.response(), err.status
         except Exception:
             log.exception("relay %s operation %s failed", self.label, op.name)
-            response = json_response({"success": False, "error": "the gateway failed on this request",
-                                      "code": "internal_error"}, 500)
-            status = 500
+            response, status = _internal_error(), 500
         latency_ms = (time.perf_counter() - started) * 1000
         units = wanted if status < 400 else 0
         if reservation is not None and status >= 400:
@@ -250,6 +268,11 @@ class Relay(ABC):
         gw.meter.record(user_id=principal.user.id, jti=principal.jti, category=category, vendor=backend,
                         operation=op.name, units=units, cost=cost, status=status, latency_ms=latency_ms, now=now)
         return response
+
+
+def _internal_error() -> Response:
+    return json_response({"success": False, "error": "the gateway failed on this request", "code": "internal_error"},
+                         500)
 
 
 async def read_body(scope: Scope, receive: Receive, headers: Headers, limit: int) -> bytes:

@@ -91,7 +91,7 @@ class _Section(Relay):
     def max_request_bytes(self) -> int:
         return self.origin.max_request_bytes()
 
-    async def _handle(self, scope: Scope, receive: Receive) -> Response:
+    async def _handle(self, scope: Scope, receive: Receive) -> Response | RelayResult:
         try:
             return await super()._handle(scope, receive)
         except GatewayHTTPError as exc:

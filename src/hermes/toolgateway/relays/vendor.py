@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 
 from hermes.errors import DeadlineExceeded, ResponseTooLarge
 from hermes.net.h1client import H1Client
@@ -88,7 +89,10 @@ async def vendor_request(client: httpx.AsyncClient | H1Client, method: str, url:
     """
     all_headers = dict(headers or {})
     if content is None and json_body is not None:
-        content = _JSON_BODY.encode(json_body).encode("utf-8")
+        try:
+            content = orjson.dumps(json_body)
+        except TypeError:  # an integer beyond 64 bits, a key that is not a string: json writes those
+            content = _JSON_BODY.encode(json_body).encode("utf-8")
         all_headers.setdefault("content-type", "application/json")
     try:
         if isinstance(client, H1Client):

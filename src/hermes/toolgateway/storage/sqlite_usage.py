@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import sqlite3
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from hermes.toolgateway.storage.usage_journal import COLUMNS, insert_params, insert_sql
 
@@ -70,8 +71,8 @@ class ThreadedInsert:
                 # one statement, its own transaction: the write lock is held only while SQLite runs it, with
                 # the interpreter's lock released (a BEGIN … COMMIT around it would hold the write lock
                 # while this thread waits to take the interpreter's lock back from a busy event loop)
-                conn.execute(BATCH_SQL, (json.dumps(rows, allow_nan=False),))
-            except (sqlite3.IntegrityError, ValueError):
+                conn.execute(BATCH_SQL, (orjson.dumps(rows).decode("utf-8"),))  # text: a blob would read as JSONB
+            except (sqlite3.IntegrityError, ValueError, TypeError):  # a row the database or JSON cannot take
                 conn.execute("BEGIN IMMEDIATE")
                 self._one_by_one(conn, rows)
                 conn.execute("COMMIT")

@@ -41,6 +41,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 log = logging.getLogger("hermes.toolgateway")
 
 BATCH = 256
@@ -55,9 +57,6 @@ COLUMNS = ("rid", "ts", "user_id", "jti", "category", "vendor", "operation", "un
 #: a segment's owner and number (earlier versions wrote the pid as the owner)
 _SEGMENT = re.compile(r"^usage-([0-9a-f]+)-(\d+)\.jsonl$")
 _LOCK = re.compile(r"^usage-([0-9a-f]+)\.lock$")
-
-#: one journal line's encoder, made once (``json.dumps`` with separators builds a new one every call)
-_LINE = json.JSONEncoder(separators=(",", ":"))
 
 Insert = Callable[[Sequence[Sequence[Any]]], Awaitable[None]]
 
@@ -204,8 +203,7 @@ class UsageWriter:
     # -- the request path ------------------------------------------------------------------------------
     def record(self, row: Sequence[Any]) -> None:
         """Journal one row (one ``write``) and queue it for the next batch."""
-        line = (_LINE.encode(row) + "\n").encode("utf-8")
-        os.write(self._fd, line)
+        os.write(self._fd, orjson.dumps(row, option=orjson.OPT_APPEND_NEWLINE))
         self._pending.append(row)
         self._segment_rows += 1
         if len(self._pending) >= self.batch:
