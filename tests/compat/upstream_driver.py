@@ -189,7 +189,8 @@ def run_check(venv: Path, workdir: Path) -> Report:
             _check_portal_info(upstream.portal_info(), report)
         except (UpstreamError, RuntimeError, OSError, ValueError, KeyError) as exc:
             report.check("upstream run completed", False, f"{type(exc).__name__}: {exc}")
-        log = stack.access_log.read_text(encoding="utf-8", errors="replace") if stack.access_log.exists() else ""
+    # read once the gateway stopped: every access line is written by then (they are written in batches)
+    log = stack.access_log.read_text(encoding="utf-8", errors="replace") if stack.access_log.exists() else ""
     leaked = [s for s in [*report.secrets, FAL_KEY, OPENAI_KEY, KREA_KEY] if s and s in log]
     report.check("no token, refresh token, login link or vendor key in the gateway's access log", not leaked,
                  f"{len(leaked)} secret(s) found" if leaked else f"{len(log.splitlines())} log lines")

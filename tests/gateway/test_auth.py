@@ -231,7 +231,13 @@ def test_vendor_never_sees_the_user_token_and_logs_hold_no_secrets(
     assert seen["headers"]["authorization"] == "Bearer fc-operator-key"
     assert token not in json.dumps(seen)
     httpx.get(gw.url + "/device?login=ll_secret_value&user_code=ABCD-EFGH")
-    lines = [json.loads(line) for line in (gw.config.home / "access.log").read_text().splitlines()]
+    deadline = time.monotonic() + 5  # access lines are written in batches at most half a second apart
+    while True:
+        lines = [json.loads(line) for line in (gw.config.home / "access.log").read_text().splitlines()]
+        if any(entry["path"] == "/device" for entry in lines) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert any(entry["path"] == "/device" for entry in lines)
     text = json.dumps(lines)
     assert token not in text and "fc-operator-key" not in text and "ll_secret_value" not in text
     relay_lines = [entry for entry in lines if entry["path"] == SEARCH and entry["status"] == 200]

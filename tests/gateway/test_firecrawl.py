@@ -94,9 +94,10 @@ def test_a_200_answer_is_passed_on_only_when_it_says_success(vendor_gw: GatewayH
                                                              fake: tuple[FakeFirecrawl, ServerThread]) -> None:
     vendor = fake[0]
     # "success": true as the first member (how Firecrawl writes its answers): passed on byte for byte, unparsed
-    vendor.answer_next = [b' {\n  "success" : true , "data": {"web": []}, "note": "spaced"}']
+    spaced = b' {\n  "success" : true , "data": {"web": []}, "note": "spaced"}'
+    vendor.answer_next = [spaced]
     resp = call(vendor_gw, "search", {"query": "spaced"})
-    assert resp.status_code == 200 and resp.content == b' {\n  "success" : true , "data": {"web": []}, "note": "spaced"}'
+    assert resp.status_code == 200 and resp.content == spaced
     # anywhere else, the answer is read: true passes, false or missing is a vendor error
     vendor.answer_next = [b'{"data": {"web": []}, "success": true}']
     assert call(vendor_gw, "search", {"query": "later"}).status_code == 200

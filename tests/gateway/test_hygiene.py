@@ -3,6 +3,7 @@ and the absolute URLs it hands out come from ``public_url`` (when set), never fr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -16,7 +17,7 @@ import pytest
 from fakes.vendors import ServerThread
 from fakes.vendors.fal import FakeFal
 from fakes.vendors.harness import GatewayHarness
-from hermes.toolgateway.accesslog import AccessLogMiddleware, LogSink, redact_path, redact_query
+from hermes.toolgateway.accesslog import MAX_PENDING, LogSink, redact_path, redact_query
 
 OPERATOR_KEY = "fal-operator-secret"
 MODEL = "fal-ai/flux-2/klein/9b"
@@ -128,13 +129,12 @@ def test_redaction_rules() -> None:
 def test_an_access_line_is_what_json_dumps_writes(tmp_path: Path) -> None:
     """The line is written without json.dumps; it must still be the same JSON, escapes included."""
     sink = LogSink(str(tmp_path / "access.log"))
-    middleware = AccessLogMiddleware(lambda scope, receive, send: None, sink)
     scopes = [({"method": "POST", "path": "/relay/firecrawl/v2/search", "query_string": b"",
                 "headers": [(b"host", b"127.0.0.1:8787")], "client": ("127.0.0.1", 5000)}, {"gw_user": "u_1"}, 200),
               ({"method": "GET", "path": '/a"b\\c/\u00e9\u4e2d\U0001f600\x01', "query_string": b"q=\"x\"&n=%E2%82%AC",
                 "headers": [(b"host", "h\u00f6st".encode("latin-1"))]}, {}, 404)]
     for scope, state, status in scopes:
-        middleware._write(scope, state, status, 1.23456)
+        sink.add(scope, state.get("gw_user"), status, 1.23456)
     sink.close()
     lines = (tmp_path / "access.log").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
@@ -146,6 +146,28 @@ def test_an_access_line_is_what_json_dumps_writes(tmp_path: Path) -> None:
                     "client": scope["client"][0] if "client" in scope else None}
         assert line == json.dumps(expected, separators=(",", ":"))
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["ts"])
+
+
+def test_access_lines_are_written_in_batches_and_all_at_the_end(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    scope = {"method": "GET", "path": "/healthz", "query_string": b"", "headers": []}
+
+    async def scenario() -> None:
+        sink = LogSink(str(log), interval=0.2)
+        for _ in range(3):
+            sink.add(scope, None, 200, 1.0)
+        assert not log.exists()  # held back ...
+        await asyncio.sleep(0.5)
+        assert len(log.read_text().splitlines()) == 3  # ... for at most the interval
+        for _ in range(MAX_PENDING):
+            sink.add(scope, None, 200, 1.0)
+        assert len(log.read_text().splitlines()) == 3 + MAX_PENDING  # a full buffer is written at once
+        sink.add(scope, "u_1", 404, 2.0)
+        sink.close()  # the server stops: nothing waits
+        lines = log.read_text().splitlines()
+        assert len(lines) == 4 + MAX_PENDING and json.loads(lines[-1])["status"] == 404
+
+    asyncio.run(scenario())
 
 
 # -- file modes -------------------------------------------------------------------------------------------
