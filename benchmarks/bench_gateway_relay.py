@@ -22,6 +22,12 @@ Redis rate limiter switched on, as several hosts would.
   via gateway / direct and floor / direct at p50, the gateway's own work (gateway − floor-h1) / direct at
   p50 (the bare forwarder on the gateway's own vendor client: the httpx floor is slower than the gateway
   itself), and via gateway / direct at p99. Absolute milliseconds differ threefold between machines; these do not.
+* **Trials** — the servers are launched afresh ``--trials`` times (3) and the goals are judged on the median
+  of the trials' ratios: on a 2-core virtual machine one launch differs from the next by as much as the
+  gateway's whole own work (which CPU each process lands on, and its memory layout), while the rounds
+  inside one launch agree. Each trial also reports the CPU time each server spent a request
+  (``/proc/<pid>/task/*/schedstat``); (gateway − floor-h1) CPU / direct is the own work without the
+  scheduler's placement in it.
 * **Floor** — a bare forwarder on the same stack (uvicorn + Starlette + httpx, nothing else): the part
   of the overhead that belongs to the stack, not to the gateway's own work. **floor-h1** is the same
   forwarder with the gateway's own vendor client (``hermes.net.h1client``) instead of httpx.
@@ -35,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import socket
 import statistics
@@ -136,14 +143,6 @@ GOAL_OWN_WORK = 0.15
 GOAL_P99 = 3.0
 
 
-def relay_ratios(direct: list[float], floor: list[float], gateway: list[float]) -> dict[str, float]:
-    """The benchmark's figures as ratios to the direct path: via gateway, floor and the gateway's own work
-    (gateway - floor) at p50, and via gateway at p99."""
-    d50, d99 = pct(direct, .5), pct(direct, .99)
-    return {"gateway_p50": pct(gateway, .5) / d50, "floor_p50": pct(floor, .5) / d50,
-            "own_work_p50": (pct(gateway, .5) - pct(floor, .5)) / d50, "gateway_p99": pct(gateway, .99) / d99}
-
-
 def sequential(client: httpx.Client, url: str, headers: dict[str, str], n: int) -> list[float]:
     body = {"query": "benchmark", "limit": 3, "origin": "python-sdk@4.17.0"}
     out = []
@@ -178,8 +177,10 @@ async def load(url: str, headers: dict[str, str], concurrency: int, duration: fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=3000, help="sequential requests per path (3000)")
-    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds (10)")
+    parser.add_argument("--requests", type=int, default=3000, help="sequential requests per path and trial (3000)")
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds per trial (10)")
+    parser.add_argument("--trials", type=int, default=3,
+                        help="launches of fresh server processes; the ratios are their medians (3)")
     parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per path (5)")
     parser.add_argument("--concurrency", type=int, default=16, help="concurrent clients under load (16)")
     parser.add_argument("--plan", choices=("paid", "free"), default="paid", help="paid: no quota; free: quota")
@@ -225,27 +226,24 @@ def service_counters(pg: Any, rd: Any, dbname: str) -> Any:
     return read
 
 
-def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None) -> None:
+def cpu_ns(pid: int) -> int:
+    """Nanoseconds ``pid`` (all its threads) has run on a CPU so far (Linux ``schedstat``; 0 elsewhere)."""
+    total = 0
+    for path in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(path.read_text().split()[0])
+    return total
 
-    from hermes.toolgateway.config import load_config
-    from hermes.toolgateway.services import Gateway
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench_gateway_"))
-    vport, gport, fport, hport = free_port(), free_port(), free_port(), free_port()
+PATHS = ("direct", "floor", "floor-h1", "gateway")
+
+
+def trial(args: argparse.Namespace, cfg_path: Path, env: dict[str, str], token: str, counters: Any, last: bool,
+          vport: int) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """One launch of the four servers (the vendor fake on ``vport``, the port the gateway's config names):
+    interleaved sequential rounds; latencies (ms) and CPU µs a request of each server."""
+    gport, fport, hport = free_port(), free_port(), free_port()
     vendor_url, gateway_url = f"http://127.0.0.1:{vport}", f"http://127.0.0.1:{gport}"
-    log = "off" if args.access_log == "off" else str(tmp / "access.log")
-    cfg_path = tmp / "gateway.toml"
-    cfg_path.write_text(
-        f'access_log = "{log}"\n{storage}{rate}'
-        f'[plans.free]\nmonthly = {{ firecrawl = 100000000 }}\n'
-        f'[relays.firecrawl]\nfirecrawl_url = "{vendor_url}"\nfirecrawl_api_key = "{VENDOR_KEY}"\n'
-    )
-    env = {**os.environ, "HERMES_HOME": str(tmp / "home"), "PYTHONPATH": str(ROOT / "src")}
-    side = Gateway(load_config(cfg_path, home=tmp / "home")).open()
-    side.accounts.add_user("bench", args.plan)
-    token = side.accounts.issue_access_token(side.accounts.get_user("bench"), ttl=86400).token
-    side.close_db()
-
     vendor = subprocess.Popen([sys.executable, "-c", _VENDOR.format(tests=str(ROOT / "tests"), key=VENDOR_KEY,
                                                                     port=vport)])
     floor = subprocess.Popen([sys.executable, "-c", _FLOOR.format(vendor=vendor_url, key=VENDOR_KEY, port=fport)])
@@ -258,66 +256,38 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
         wait_ready(gateway_url + "/healthz", gateway)
         wait_ready(f"http://127.0.0.1:{fport}/", floor)
         wait_ready(f"http://127.0.0.1:{hport}/", floor_h1)
-        direct = (vendor_url + "/v2/search", {"authorization": f"Bearer {VENDOR_KEY}"})
-        via = (gateway_url + "/relay/firecrawl/v2/search", {"authorization": f"Bearer {token}"})
-        print(f"relay overhead, plan {args.plan}, access log {args.access_log}, "
-              f"{'PostgreSQL + Redis' if args.scale else 'SQLite'}, {os.cpu_count()} CPUs, "
-              f"Python {sys.version.split()[0]}")
-        bare = (f"http://127.0.0.1:{fport}/v2/search", {})
-        bare_h1 = (f"http://127.0.0.1:{hport}/v2/search", {})
-        d_lat: list[float] = []
-        g_lat: list[float] = []
-        f_lat: list[float] = []
-        h_lat: list[float] = []
+        targets = {"direct": (vendor_url + "/v2/search", {"authorization": f"Bearer {VENDOR_KEY}"}, vendor),
+                   "floor": (f"http://127.0.0.1:{fport}/v2/search", {}, floor),
+                   "floor-h1": (f"http://127.0.0.1:{hport}/v2/search", {}, floor_h1),
+                   "gateway": (gateway_url + "/relay/firecrawl/v2/search", {"authorization": f"Bearer {token}"},
+                               gateway)}
+        lat: dict[str, list[float]] = {name: [] for name in PATHS}
+        cpu: dict[str, int] = dict.fromkeys(PATHS, 0)
         per_round = max(1, args.requests // args.rounds)
-        with httpx.Client(timeout=30) as dc, httpx.Client(timeout=30) as gc, httpx.Client(timeout=30) as fc, \
-                httpx.Client(timeout=30) as hc:
-            sequential(dc, *direct, 200)
-            sequential(gc, *via, 200)
-            sequential(fc, *bare, 200)
-            sequential(hc, *bare_h1, 200)
+        clients = {name: httpx.Client(timeout=30) for name in PATHS}
+        try:
+            for name in PATHS:
+                sequential(clients[name], *targets[name][:2], 200)
             if counters is not None:
                 before = counters()
-                sequential(gc, *via, 500)
+                sequential(clients["gateway"], *targets["gateway"][:2], 500)
                 after = counters()
                 pg_trips, redis_trips = (after[0] - before[0] - 1) / 500, (after[1] - before[1]) / 500
                 print(f"storage round trips per relayed request (500 requests): PostgreSQL transactions "
                       f"{pg_trips:.3f} (usage batches included), Redis round trips {redis_trips:.3f}")
             for _ in range(args.rounds):
-                d_lat += sequential(dc, *direct, per_round)
-                g_lat += sequential(gc, *via, per_round)
-                f_lat += sequential(fc, *bare, per_round)
-                h_lat += sequential(hc, *bare_h1, per_round)
-        print(f"sequential, {len(d_lat)} requests each (ms):")
-        for name, lat in (("direct", d_lat), ("floor", f_lat), ("floor-h1", h_lat), ("gateway", g_lat)):
-            print(f"  {name:8} p50 {pct(lat, .5):6.3f}  p99 {pct(lat, .99):6.3f}  mean {statistics.mean(lat):6.3f}")
-        print(f"  overhead p50 {pct(g_lat, .5) - pct(d_lat, .5):6.3f}  p99 {pct(g_lat, .99) - pct(d_lat, .99):6.3f}"
-              "  (gateway - direct)")
-        print(f"  of which the stack's floor p50 {pct(f_lat, .5) - pct(d_lat, .5):6.3f}; the gateway's own work p50 "
-              f"{pct(g_lat, .5) - pct(f_lat, .5):6.3f}  p99 {pct(g_lat, .99) - pct(f_lat, .99):6.3f}")
-        ratios = relay_ratios(d_lat, f_lat, g_lat)
-        goal = GOAL_P50_SCALE if args.scale else GOAL_P50_SQLITE
-        print("ratios to the direct path of this run (milliseconds do not travel between machines; these do):")
-        for name, value, limit in (("via gateway / direct, p50", ratios["gateway_p50"], goal),
-                                   ("floor / direct, p50", ratios["floor_p50"], None),
-                                   ("floor-h1 / direct, p50", pct(h_lat, .5) / pct(d_lat, .5), None),
-                                   # the gateway's own work: over the bare forwarder on its own vendor client
-                                   # (the httpx floor is slower than the gateway itself, so it proves nothing)
-                                   ("(gateway - floor-h1) / direct, p50",
-                                    (pct(g_lat, .5) - pct(h_lat, .5)) / pct(d_lat, .5), GOAL_OWN_WORK),
-                                   ("(gateway - floor) / direct, p50", ratios["own_work_p50"], None),
-                                   ("via gateway / direct, p99", ratios["gateway_p99"], GOAL_P99)):
-            verdict = "" if limit is None else f"  goal <= {limit:g}: {'met' if value <= limit else 'NOT met'}"
-            print(f"  {name:34} {value:6.2f}{verdict}")
-        print(f"under load, {args.concurrency} concurrent clients, {args.duration:g} s each:")
-        results = {}
-        for name, (url, headers) in (("direct", direct), ("gateway", via)):
-            count, lat = asyncio.run(load(url, headers, args.concurrency, args.duration))
-            results[name] = count / args.duration
-            print(f"  {name:8} {count / args.duration:8.0f} req/s  p50 {pct(lat, .5):7.2f} ms  "
-                  f"p99 {pct(lat, .99):7.2f} ms")
-        print(f"  gateway sustains {results['gateway'] / results['direct']:.0%} of the fake's direct rate "
-              f"(throughput ratio {results['gateway'] / results['direct']:.2f})")
+                for name in PATHS:
+                    url, headers, proc = targets[name]
+                    used = cpu_ns(proc.pid)
+                    lat[name] += sequential(clients[name], url, headers, per_round)
+                    cpu[name] += cpu_ns(proc.pid) - used
+        finally:
+            for client in clients.values():
+                client.close()
+        if last:
+            throughput(args, {name: targets[name][:2] for name in ("direct", "gateway")})
+        done = per_round * args.rounds
+        return lat, {name: cpu[name] / done / 1000 for name in PATHS}
     finally:
         for proc in (gateway, floor, floor_h1, vendor):
             proc.terminate()
@@ -325,6 +295,84 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+def throughput(args: argparse.Namespace, targets: dict[str, tuple[str, dict[str, str]]]) -> None:
+    print(f"under load, {args.concurrency} concurrent clients, {args.duration:g} s each (last trial):")
+    results = {}
+    for name, (url, headers) in targets.items():
+        count, lat = asyncio.run(load(url, headers, args.concurrency, args.duration))
+        results[name] = count / args.duration
+        print(f"  {name:8} {count / args.duration:8.0f} req/s  p50 {pct(lat, .5):7.2f} ms  "
+              f"p99 {pct(lat, .99):7.2f} ms")
+    print(f"  gateway sustains {results['gateway'] / results['direct']:.0%} of the fake's direct rate "
+          f"(throughput ratio {results['gateway'] / results['direct']:.2f})")
+
+
+def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None) -> None:
+
+    from hermes.toolgateway.config import load_config
+    from hermes.toolgateway.services import Gateway
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_gateway_"))
+    log = "off" if args.access_log == "off" else str(tmp / "access.log")
+    cfg_path = tmp / "gateway.toml"
+    # the vendor fake's URL is set per trial (a fresh port each launch)
+    env = {**os.environ, "HERMES_HOME": str(tmp / "home"), "PYTHONPATH": str(ROOT / "src")}
+
+    def write_config(vendor_url: str) -> None:
+        cfg_path.write_text(
+            f'access_log = "{log}"\n{storage}{rate}'
+            f'[plans.free]\nmonthly = {{ firecrawl = 100000000 }}\n'
+            f'[relays.firecrawl]\nfirecrawl_url = "{vendor_url}"\nfirecrawl_api_key = "{VENDOR_KEY}"\n'
+        )
+
+    write_config("http://127.0.0.1:9")
+    side = Gateway(load_config(cfg_path, home=tmp / "home")).open()
+    side.accounts.add_user("bench", args.plan)
+    token = side.accounts.issue_access_token(side.accounts.get_user("bench"), ttl=86400).token
+    side.close_db()
+    print(f"relay overhead, plan {args.plan}, access log {args.access_log}, "
+          f"{'PostgreSQL + Redis' if args.scale else 'SQLite'}, {os.cpu_count()} CPUs, "
+          f"Python {sys.version.split()[0]}, {args.trials} trial(s) of fresh server processes")
+    per_trial: list[dict[str, float]] = []
+    pooled: dict[str, list[float]] = {name: [] for name in PATHS}
+    for number in range(args.trials):
+        vport = free_port()
+        write_config(f"http://127.0.0.1:{vport}")
+        lat, cpu = trial(args, cfg_path, env, token, counters if number == 0 else None,
+                         last=number == args.trials - 1, vport=vport)
+        for name in PATHS:
+            pooled[name] += lat[name]
+        d50, h50, g50 = pct(lat["direct"], .5), pct(lat["floor-h1"], .5), pct(lat["gateway"], .5)
+        figures = {"gateway_p50": g50 / d50, "own_p50": (g50 - h50) / d50,
+                   "gateway_p99": pct(lat["gateway"], .99) / pct(lat["direct"], .99),
+                   "floor_p50": pct(lat["floor"], .5) / d50, "floor_h1_p50": h50 / d50,
+                   "own_cpu": (cpu["gateway"] - cpu["floor-h1"]) / (d50 * 1000), "direct_ms": d50}
+        per_trial.append(figures)
+        print(f"trial {number + 1}: direct p50 {d50:.3f} ms; via gateway / direct {figures['gateway_p50']:.2f}, "
+              f"(gateway - floor-h1) / direct {figures['own_p50']:.2f}, p99 {figures['gateway_p99']:.2f}; "
+              f"CPU a request: gateway {cpu['gateway']:.0f} us, floor-h1 {cpu['floor-h1']:.0f} us, "
+              f"vendor {cpu['direct']:.0f} us")
+    print(f"sequential, {len(pooled['direct'])} requests each over all trials (ms):")
+    for name in PATHS:
+        values = pooled[name]
+        print(f"  {name:8} p50 {pct(values, .5):6.3f}  p99 {pct(values, .99):6.3f}  "
+              f"mean {statistics.mean(values):6.3f}")
+    median = {key: statistics.median(t[key] for t in per_trial) for key in per_trial[0]}
+    goal = GOAL_P50_SCALE if args.scale else GOAL_P50_SQLITE
+    print(f"ratios to the direct path, median of {args.trials} trial(s) (milliseconds do not travel between "
+          "machines; these do):")
+    for name, value, limit in (("via gateway / direct, p50", median["gateway_p50"], goal),
+                               ("floor / direct, p50", median["floor_p50"], None),
+                               ("floor-h1 / direct, p50", median["floor_h1_p50"], None),
+                               # the gateway's own work: over the bare forwarder on its own vendor client
+                               # (the httpx floor is slower than the gateway itself, so it proves nothing)
+                               ("(gateway - floor-h1) / direct, p50", median["own_p50"], GOAL_OWN_WORK),
+                               ("CPU (gateway - floor-h1) / direct p50", median["own_cpu"], None),
+                               ("via gateway / direct, p99", median["gateway_p99"], GOAL_P99)):
+        verdict = "" if limit is None else f"  goal <= {limit:g}: {'met' if value <= limit else 'NOT met'}"
+        print(f"  {name:38} {value:6.2f}{verdict}")
 
 
 if __name__ == "__main__":

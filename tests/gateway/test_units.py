@@ -181,3 +181,16 @@ def test_a_relay_result_is_sent_as_starlettes_response_would_send_it() -> None:
         theirs = asyncio.run(sent(lambda send, r=result: Response(r.body, r.status, r.headers, r.content_type)(
             {"type": "http"}, None, send)))
         assert ours == theirs, result
+
+
+def test_request_headers_get_as_starlette_headers_do() -> None:
+    from starlette.datastructures import Headers
+
+    from hermes.toolgateway.relays.base import RequestHeaders
+
+    scope = {"type": "http", "headers": [(b"authorization", b"Bearer a"), (b"x-dup", b"1"), (b"x-dup", b"2"),
+                                         (b"x-latin", "caf\u00e9".encode("latin-1"))]}
+    ours, theirs = RequestHeaders(scope=scope), Headers(scope=scope)
+    for key in ("authorization", "Authorization", "AUTHORIZATION", "x-dup", "X-Latin", "missing", "content-length"):
+        assert ours.get(key) == theirs.get(key) and ours.get(key, "d") == theirs.get(key, "d"), key
+    assert ours.getlist("x-dup") == ["1", "2"] and "x-dup" in ours

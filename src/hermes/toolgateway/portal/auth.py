@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from hermes.toolgateway.config import PlanConfig
@@ -64,7 +65,7 @@ class Principal:
     scopes: frozenset[str]
     claims: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
-    @property
+    @cached_property
     def rate_key(self) -> str:
         """The rate-limit bucket: the verified subject and token id."""
         return f"{self.user.uid}:{self.jti}"

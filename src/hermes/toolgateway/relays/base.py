@@ -105,6 +105,25 @@ class RelayCall:
         return data
 
 
+class RequestHeaders(Headers):
+    """Starlette's read-only request headers with a quicker :meth:`get` (the relay pipeline and handlers ask for
+    a handful of headers each request; ``Mapping.get`` goes through ``__getitem__`` and a ``KeyError``)."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        wanted = _HEADER_KEYS.get(key)
+        if wanted is None:
+            wanted = key.lower().encode("latin-1")
+            if len(_HEADER_KEYS) < 256:
+                _HEADER_KEYS[key] = wanted
+        for name, value in self.raw:
+            if name == wanted:
+                return value.decode("latin-1")
+        return default
+
+
+#: header names as the raw request headers spell them (lower-case bytes), by the names code asks for
+_HEADER_KEYS: dict[str, bytes] = {}
+
 Handler = Callable[[RelayCall], Awaitable[RelayResult]]
 #: Units of one request, from its body and headers (e.g. characters of a speech input); may raise 400.
 Measure = Callable[[bytes, Headers], int]
@@ -212,7 +231,7 @@ class Relay(ABC):
 
     async def _handle(self, scope: Scope, receive: Receive) -> Response | RelayResult:
         gw = self.gateway
-        headers = Headers(scope=scope)
+        headers = RequestHeaders(scope=scope)
         token = extract_token(headers, self.token_sources)
         if gw.shared_revocation:  # Redis: one round trip takes the rate-limit token and reads the revocation version
             wait, version = await gw.limiter.acquire_and_version(gw.auth.rate_key_of(token))

@@ -18,7 +18,6 @@ operator's key is scrubbed from every message that is passed on.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -72,10 +71,24 @@ def operator_headers(api_key: str | None, scheme: str, client: Mapping[str, str]
     return headers
 
 
-@functools.lru_cache(maxsize=16)
+#: the policy made of each ``[limits]`` seen, by its identity (a gateway has one; hashing it cost each call more)
+_POLICIES: dict[int, tuple[Limits, RetryPolicy]] = {}
+
+
 def retry_policy(limits: Limits) -> RetryPolicy:
     """``limits.vendor_retries`` retries after the first try; backoff ``backoff_base`` × 2ⁿ × 0.5–1.5, uncapped
     (the deadline bounds it), and the vendor's ``Retry-After`` taken as it is."""
+    made = _POLICIES.get(id(limits))
+    if made is not None and made[0] is limits:
+        return made[1]
+    if len(_POLICIES) >= 64:
+        _POLICIES.clear()
+    policy = _policy(limits)
+    _POLICIES[id(limits)] = (limits, policy)
+    return policy
+
+
+def _policy(limits: Limits) -> RetryPolicy:
     return RetryPolicy(attempts=limits.vendor_retries + 1, base_delay=limits.backoff_base, max_delay=math.inf,
                        statuses=RETRY_STATUSES, max_retry_after=math.inf, jitter=(0.5, 1.5))
 
