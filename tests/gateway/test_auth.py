@@ -231,7 +231,7 @@ def test_vendor_never_sees_the_user_token_and_logs_hold_no_secrets(
     assert seen["headers"]["authorization"] == "Bearer fc-operator-key"
     assert token not in json.dumps(seen)
     httpx.get(gw.url + "/device?login=ll_secret_value&user_code=ABCD-EFGH")
-    deadline = time.monotonic() + 5  # access lines are written in batches at most half a second apart
+    deadline = time.monotonic() + 5  # access lines are written in batches at most 0.2 s apart
     while True:
         lines = [json.loads(line) for line in (gw.config.home / "access.log").read_text().splitlines()]
         if any(entry["path"] == "/device" for entry in lines) or time.monotonic() > deadline:
