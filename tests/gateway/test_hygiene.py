@@ -170,6 +170,18 @@ def test_access_lines_are_written_in_batches_and_all_at_the_end(tmp_path: Path) 
     asyncio.run(scenario())
 
 
+def test_stderr_batches_are_cut_at_line_ends_within_a_pipes_atomic_size() -> None:
+    from hermes.toolgateway.accesslog import _chunks
+
+    lines = [f'{{"n":{i},"pad":"{"x" * (i % 300)}"}}\n' for i in range(400)] + ["y" * 5000 + "\n", "z\n"]
+    text = "".join(lines)
+    pieces = _chunks(text, 4096)
+    assert "".join(pieces) == text and len(pieces) > 1
+    assert all(piece.endswith("\n") for piece in pieces)
+    assert all(len(piece) <= 4096 for piece in pieces if "y" * 5000 not in piece)
+    assert _chunks("a\n", 4096) == ["a\n"]
+
+
 # -- file modes -------------------------------------------------------------------------------------------
 def test_database_and_key_files_are_0600(tmp_path: Path, umask_022: None) -> None:
     with GatewayHarness(tmp_path) as gw:

@@ -177,10 +177,15 @@ def test_a_relay_result_is_sent_as_starlettes_response_would_send_it() -> None:
         return messages
 
     for result in cases:
-        ours = asyncio.run(sent(result.send))
+        ours = asyncio.run(sent(result.prepared().send))
         theirs = asyncio.run(sent(lambda send, r=result: Response(r.body, r.status, r.headers, r.content_type)(
             {"type": "http"}, None, send)))
         assert ours == theirs, result
+    # a header that cannot be sent fails while the answer is prepared (inside the metering), not after it
+    with pytest.raises(UnicodeEncodeError):
+        RelayResult(200, b"x", "audio/mpeg; name=\u20ac").prepared()
+    with pytest.raises(UnicodeEncodeError):
+        RelayResult(200, b"x", headers={"x-call-id": "\u20ac"}).prepared()
 
 
 def test_request_headers_get_as_starlette_headers_do() -> None:

@@ -115,8 +115,8 @@ class LogSink:
     :data:`MAX_PENDING` wait, or outside an event loop): a few writes a second instead of one after every
     answer, and the formatting done in one go rather than spread over requests. A process killed with
     ``kill -9`` loses the lines of its last 0.2 s (what was metered is in the usage journal, not here);
-    a stopped one writes them all. Batches of several processes sharing the file never interleave within
-    a line."""
+    a stopped one writes them all. Processes sharing the file (``O_APPEND``) or stderr's pipe (batches
+    written in pieces of whole lines, at most 4 KiB each) never interleave within a line."""
 
     def __init__(self, target: str, *, interval: float = FLUSH_INTERVAL) -> None:
         self.target = target
@@ -152,9 +152,10 @@ class LogSink:
             self._write("".join([_line(*entry) for entry in entries]))
 
     def _write(self, text: str) -> None:
-        if self.target == "-":
-            sys.stderr.write(text)
-            sys.stderr.flush()
+        if self.target == "-":  # a pipe keeps writes of at most PIPE_BUF (4 KiB) whole: whole lines per write
+            for chunk in _chunks(text, _PIPE_BUF):
+                sys.stderr.write(chunk)
+                sys.stderr.flush()
             return
         if self._fd < 0:
             self._fd = os.open(self.target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0),
@@ -168,6 +169,24 @@ class LogSink:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+_PIPE_BUF = 4096
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    """``text`` (whole lines) cut at line ends into pieces of at most ``size`` characters where lines allow."""
+    if len(text) <= size:
+        return [text]
+    out: list[str] = []
+    start = 0
+    while start < len(text):
+        end = text.rfind("\n", start, start + size) + 1
+        if end <= start:  # one line longer than size: it goes alone
+            end = text.find("\n", start) + 1 or len(text)
+        out.append(text[start:end])
+        start = end
+    return out
 
 
 class AccessLogMiddleware:

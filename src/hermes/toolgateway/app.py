@@ -170,10 +170,12 @@ def create_app(config: GatewayConfig, *, gateway: Gateway | None = None) -> Gate
             relays.update(build_relays(gw))
             yield {}
         finally:
-            for relay in relays.values():
-                await relay.aclose()
-            await gw.close()
-            sink.close()
+            try:
+                for relay in relays.values():
+                    await relay.aclose()
+                await gw.close()
+            finally:
+                sink.close()  # the access lines still waiting are written whatever failed above
 
     app = GatewayApp(
         routes=[*api.routes(gw, relays), *portal.routes(gw), *dashboard.routes(gw)],

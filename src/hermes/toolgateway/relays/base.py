@@ -60,9 +60,11 @@ class RelayResult:
     def of_json(cls, data: Any, status: int = 200) -> RelayResult:
         return cls(status, json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
-    async def send(self, send: Send) -> None:
-        """Answer with it: the head and body Starlette's ``Response`` would send (a ``Content-Length`` unless
-        the status has no body, the content type with ``charset=utf-8`` for ``text/*``), without building one."""
+    def prepared(self) -> PreparedAnswer:
+        """The head and body Starlette's ``Response`` would send (a ``Content-Length`` unless the status has no
+        body, the content type with ``charset=utf-8`` for ``text/*``), without building one. A header that cannot
+        be sent (not Latin-1: a vendor's value passed on) raises ``UnicodeEncodeError`` here, inside the
+        metering, so the call is refunded and answered as a 500 like any other failure."""
         raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in self.headers.items()]
         given = {name for name, _ in raw} if raw else ()
         if b"content-length" not in given and not (self.status < 200 or self.status in (204, 304)):
@@ -72,7 +74,19 @@ class RelayResult:
             if media.startswith("text/") and "charset=" not in media.lower():
                 media += "; charset=utf-8"
             raw.append((b"content-type", media.encode("latin-1")))
-        await send({"type": "http.response.start", "status": self.status, "headers": raw})
+        return PreparedAnswer(self.status, raw, self.body)
+
+
+@dataclass(frozen=True)
+class PreparedAnswer:
+    """A relay's answer with its head encoded: sent as two ASGI messages."""
+
+    status: int
+    head: list[tuple[bytes, bytes]]
+    body: bytes
+
+    async def send(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status, "headers": self.head})
         await send({"type": "http.response.body", "body": self.body})
 
 
@@ -224,12 +238,12 @@ class Relay(ABC):
         except Exception:  # relay requests do not pass Starlette's error middleware (app.GatewayApp)
             log.exception("relay %s failed before its handler ran", self.label)
             response = _internal_error()
-        if isinstance(response, RelayResult):
+        if isinstance(response, PreparedAnswer):
             await response.send(send)
         else:
             await response(scope, receive, send)
 
-    async def _handle(self, scope: Scope, receive: Receive) -> Response | RelayResult:
+    async def _handle(self, scope: Scope, receive: Receive) -> Response | PreparedAnswer:
         gw = self.gateway
         headers = RequestHeaders(scope=scope)
         token = extract_token(headers, self.token_sources)
@@ -251,7 +265,7 @@ class Relay(ABC):
         return await self._metered(op, principal, scope, headers, body)
 
     async def _metered(self, op: Operation, principal: Principal, scope: Scope, headers: Headers,
-                       body: bytes) -> Response | RelayResult:
+                       body: bytes) -> Response | PreparedAnswer:
         gw = self.gateway
         now = gw.clock()
         backend = self.backend(op.name)
@@ -267,7 +281,7 @@ class Relay(ABC):
                              time.monotonic() + gw.config.limits.vendor_deadline, scope["path"], scope["method"],
                              scope, self.label)
             result = await op.handler(call)
-            response: Response | RelayResult = result
+            response: Response | PreparedAnswer = result.prepared()
             status = result.status
         except QuotaExceeded as exc:
             err = too_many("quota_exceeded", f"{exc}; it resets at the start of next month (UTC)", exc.retry_after,

@@ -181,7 +181,10 @@ class FirecrawlRelay(Relay):
                                     limits=self.gateway.config.limits, deadline=call.deadline, json_body=body,
                                     headers=headers)
         raise_for_vendor(resp, "firecrawl", (cfg.firecrawl_api_key,))
-        if not _SUCCESS_FIRST.match(resp.body):  # Firecrawl's own answers open with it: no parse of a large page
+        # Firecrawl's own answers open with it: no parse of a large page — but only for a body whose length was
+        # declared (a body that ends where the connection closed may be cut short: it is parsed)
+        framed = "content-length" in resp.headers or "chunked" in resp.headers.get("transfer-encoding", "").lower()
+        if not (framed and _SUCCESS_FIRST.match(resp.body)):
             data = resp.json("firecrawl")
             if not isinstance(data, dict) or data.get("success") is not True:
                 raise GatewayHTTPError(502, "vendor_error", "firecrawl answered without success")

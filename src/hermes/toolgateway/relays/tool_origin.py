@@ -44,7 +44,7 @@ from starlette.types import Receive, Scope, Send
 from hermes.toolgateway.errors import GatewayHTTPError, json_response, refusal, too_many
 from hermes.toolgateway.peers import PEER_HEADER, target_of
 from hermes.toolgateway.portal.auth import Principal, extract_token
-from hermes.toolgateway.relays.base import Operation, Relay, RelayCall, RelayResult
+from hermes.toolgateway.relays.base import Operation, PreparedAnswer, Relay, RelayCall, RelayResult
 from hermes.toolgateway.relays.openai_audio import parse_multipart
 from hermes.toolgateway.relays.tool_images import ImagesAPI, edit_units, generation_units
 from hermes.toolgateway.storage.base import StorageError
@@ -91,7 +91,7 @@ class _Section(Relay):
     def max_request_bytes(self) -> int:
         return self.origin.max_request_bytes()
 
-    async def _handle(self, scope: Scope, receive: Receive) -> Response | RelayResult:
+    async def _handle(self, scope: Scope, receive: Receive) -> Response | PreparedAnswer:
         try:
             return await super()._handle(scope, receive)
         except GatewayHTTPError as exc:
