@@ -210,14 +210,17 @@ class H1Client:
         self._timer, self._timer_at = None, math.inf
         now = time.monotonic()
         following = math.inf
-        for conn, at in list(self._due.items()):
-            if at <= now:
-                del self._due[conn]
-                conn.time_out()
-            elif at < following:
-                following = at
-        if following < math.inf:
-            self._arm(following, now)
+        try:
+            for conn, at in list(self._due.items()):
+                if at <= now:
+                    del self._due[conn]
+                    conn.time_out()
+                elif at < following:
+                    following = at
+        finally:  # whatever one try's ending raised, the others' times stay watched
+            following = min(following, *self._due.values()) if self._due else following
+            if following < math.inf:
+                self._arm(following, now)
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
