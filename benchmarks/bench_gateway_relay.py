@@ -317,7 +317,6 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
     tmp = Path(tempfile.mkdtemp(prefix="bench_gateway_"))
     log = "off" if args.access_log == "off" else str(tmp / "access.log")
     cfg_path = tmp / "gateway.toml"
-    # the vendor fake's URL is set per trial (a fresh port each launch)
     env = {**os.environ, "HERMES_HOME": str(tmp / "home"), "PYTHONPATH": str(ROOT / "src")}
 
     def write_config(vendor_url: str) -> None:
@@ -327,7 +326,7 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
             f'[relays.firecrawl]\nfirecrawl_url = "{vendor_url}"\nfirecrawl_api_key = "{VENDOR_KEY}"\n'
         )
 
-    write_config("http://127.0.0.1:9")
+    write_config("http://127.0.0.1:9")  # the account set-up calls no vendor; each trial names its own fake
     side = Gateway(load_config(cfg_path, home=tmp / "home")).open()
     side.accounts.add_user("bench", args.plan)
     token = side.accounts.issue_access_token(side.accounts.get_user("bench"), ttl=86400).token
@@ -338,7 +337,7 @@ def run(args: argparse.Namespace, storage: str, rate: str, counters: Any = None)
     per_trial: list[dict[str, float]] = []
     pooled: dict[str, list[float]] = {name: [] for name in PATHS}
     for number in range(args.trials):
-        vport = free_port()
+        vport = free_port()  # a fresh vendor fake each launch, on a fresh port the config names
         write_config(f"http://127.0.0.1:{vport}")
         lat, cpu = trial(args, cfg_path, env, token, counters if number == 0 else None,
                          last=number == args.trials - 1, vport=vport)

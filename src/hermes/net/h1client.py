@@ -209,18 +209,14 @@ class H1Client:
     def _expire(self) -> None:
         self._timer, self._timer_at = None, math.inf
         now = time.monotonic()
-        following = math.inf
         try:
             for conn, at in list(self._due.items()):
                 if at <= now:
                     del self._due[conn]
                     conn.time_out()
-                elif at < following:
-                    following = at
-        finally:  # whatever one try's ending raised, the others' times stay watched
-            following = min(following, *self._due.values()) if self._due else following
-            if following < math.inf:
-                self._arm(following, now)
+        finally:  # the tries still waiting (whatever one try's ending raised) keep a timer
+            if self._due:
+                self._arm(min(self._due.values()), now)
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
