@@ -131,6 +131,9 @@ class Gateway:
             await self._start_hot_path(self.config.database_url)
         else:
             await self._start_sqlite_journal()
+        start_limiter = getattr(self.limiter, "start", None)  # Redis: the pushed revocation version, leases
+        if start_limiter is not None:
+            await start_limiter()
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, connect=10.0),
             limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30.0),

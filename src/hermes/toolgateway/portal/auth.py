@@ -11,10 +11,11 @@
    issued here, or the database was reset), 401 ``token_revoked``, 403 ``account_disabled``. This is
    what makes revocation effective on the very next request. On the relay hot path with Redis
    (:meth:`Authenticator.authenticate_async`) the two rows are reused for up to ``auth_cache_ttl``
-   seconds, but only while the shared **revocation version** — a Redis counter read in the rate
-   limiter's round trip, raised by every revocation, disabled user and plan change
-   (:attr:`~hermes.toolgateway.portal.accounts.Accounts.on_change`) — is the one they were read under:
-   a revocation still applies to the very next request. On SQLite the version is the database's own
+   seconds, but only while the shared **revocation version** — a Redis counter raised by every
+   revocation, disabled user and plan change (:attr:`~hermes.toolgateway.portal.accounts.Accounts.on_change`),
+   pushed to every serving process before the change returns (:mod:`~hermes.toolgateway.storage.redis_watch`),
+   or read in the rate limiter's round trip while a process is not subscribed — is the one they were read
+   under: a revocation still applies to the very next request. On SQLite the version is the database's own
    change counter (``auth_version``, raised by triggers on every insert, update or delete of a token or
    user row, whichever process makes it), read in one small query per request.
 

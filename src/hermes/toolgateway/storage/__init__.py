@@ -9,8 +9,9 @@
 
 The modules: :mod:`.base` (the interface, the dialects, the storage errors), :mod:`.sqlite` +
 :mod:`.sqlite_schema`, :mod:`.postgres` + :mod:`.pg_schema`, :mod:`.ratelimit` (in memory),
-:mod:`.redis_limiter`, :mod:`.urls` (masking), :mod:`.pg_async` (the relay hot path's async PostgreSQL
-pool), :mod:`.usage_journal` (usage rows batched off the request path), :mod:`.copy_to_pg` (``migrate``);
+:mod:`.redis_limiter` (with :mod:`.redis_lease`, :mod:`.redis_watch` and the lean client :mod:`.resp`),
+:mod:`.urls` (masking), :mod:`.pg_async` (the relay hot path's async PostgreSQL pool),
+:mod:`.usage_journal` (usage rows batched off the request path), :mod:`.copy_to_pg` (``migrate``);
 and the stores on top of a :class:`~.base.Database`:
 :mod:`.metering` (quotas, usage), :mod:`.jobs` (who started which vendor job), :mod:`.connector_store`
 (connector accounts), :mod:`.uploads` (the shared origin's files). Nothing here imports the gateway's

@@ -15,6 +15,10 @@ for TLS URLs or URLs with options), the CLI's and other routes' is redis-py's sy
 accepts connections but never answers must not hold every request of the process: connecting and each
 answer are bounded by :data:`SOCKET_TIMEOUT` (0.5 s), and a timeout is not retried (one retry, at once,
 only for a dropped connection — Redis restarted).
+
+A serving process on such a URL needs even that round trip less often: the revocation version is pushed
+to it (:mod:`.redis_watch`) and a token sending requests back to back spends tokens leased from its bucket
+a little ahead (:mod:`.redis_lease`, at most 0.1 s worth of the rate beyond the bucket).
 """
 
 from __future__ import annotations
@@ -29,20 +33,21 @@ from redis.retry import Retry
 from hermes.errors import ConfigError
 from hermes.toolgateway.storage.base import StorageUnavailable, mask_url, scrub
 from hermes.toolgateway.storage.ratelimit import RateLimiter
+from hermes.toolgateway.storage.redis_lease import REFILL, STORE, Leases
+from hermes.toolgateway.storage.redis_watch import AUTH_VERSION_KEY, BUMP, CHANNEL, VersionWatch, ack_key, wait_for_acks
 from hermes.toolgateway.storage.resp import LeanRedis, lean_url_supported
 
 log = logging.getLogger("hermes.toolgateway")
 
 KEY_PREFIX = "hermes:toolgateway:rl:"
-#: the revocation version: incremented by every change that must reach cached token and user rows at once
-AUTH_VERSION_KEY = "hermes:toolgateway:auth-version"
 SOCKET_TIMEOUT = 0.5
 #: connections of the async client (the relay hot path), and how long a request waits for a free one
 ASYNC_CONNECTIONS = 8
 POOL_WAIT = 2.0
 
 #: KEYS[1] the bucket, KEYS[2] the revocation version; ARGV as TOKEN_BUCKET, plus a flag: take a token (1)
-#: or only read the version (0). Returns {wait, version}: the hot path's one Redis round trip.
+#: or only read the version (0). Returns {wait, version}: a request's one round trip while the version is
+#: not pushed to this process (:mod:`.redis_watch`).
 BUCKET_AND_VERSION = """
 local wait = '0'
 if ARGV[4] == '1' then
@@ -54,30 +59,15 @@ return {{wait, redis.call('GET', KEYS[2]) or '0'}}
 """
 
 #: KEYS[1] the bucket; ARGV rate (tokens/s), burst, cost. Returns the seconds to wait ("0" when taken).
-TOKEN_BUCKET = """
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[2])
+TOKEN_BUCKET = REFILL + """
 local cost = tonumber(ARGV[3])
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
-local tokens = tonumber(state[1])
-local last = tonumber(state[2])
-if tokens == nil or last == nil then
-  tokens = burst
-  last = now
-end
-if now > last then
-  tokens = math.min(burst, tokens + (now - last) * rate)
-end
 local wait = 0
 if tokens >= cost then
   tokens = tokens - cost
 else
   wait = (cost - tokens) / rate
 end
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.6f', now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+""" + STORE + """
 return string.format('%.17g', wait)
 """
 
@@ -119,6 +109,19 @@ class RedisRateLimiter:
         #: the hot path's client: the lean one for plain redis:// and unix:// URLs, else redis.asyncio
         self._lean: LeanRedis | None = (LeanRedis(url, self._hot_script, timeout=SOCKET_TIMEOUT)
                                         if lean_url_supported(url) else None)
+        self._bump: Any = self._client.register_script(BUMP)
+        #: the pushed revocation version and the leases (:meth:`start`, lean URLs only)
+        self.watch: VersionWatch | None = None
+        self.leases: Leases | None = None
+
+    async def start(self) -> None:
+        """In a serving process on a lean URL: subscribe to the revocation version, so that requests need
+        Redis only for the rate limit — and a busy token not even for that (leases)."""
+        if self._lean is not None and self.watch is None:
+            self.watch = VersionWatch(self.url, self._lean, SOCKET_TIMEOUT)
+            self.watch.start()
+            if self.enabled:
+                self.leases = Leases(self._lean, self.prefix, self.rate, self.burst)
 
     def _async_script(self) -> Any:
         if self._abucket is None:
@@ -136,8 +139,19 @@ class RedisRateLimiter:
         return self._abucket
 
     async def acquire_and_version(self, key: str, cost: float = 1.0) -> tuple[float, int]:
-        """``(wait, revocation version)`` in one round trip: the wait as :meth:`acquire` (0.0 when the
-        limiter is off: then only the version is read)."""
+        """``(wait, revocation version)``: the wait as :meth:`acquire` (0.0 when the limiter is off). With the
+        version pushed here (:attr:`watch` live) the wait comes from a lease or its own round trip and the
+        version is the watch's; else both come from one round trip."""
+        watch = self.watch
+        if watch is not None and watch.live:
+            if self.leases is None:
+                return 0.0, watch.version
+            try:
+                wait = await self.leases.acquire(key, cost)
+            except redis.RedisError as exc:
+                raise self._unavailable(exc) from None
+            self._down = False
+            return wait, watch.version
         keys = [self.prefix + key, AUTH_VERSION_KEY]
         args: list[str | int | float] = [repr(float(self.rate or 1)), self.burst, repr(float(cost)),
                                          "1" if self.enabled else "0"]
@@ -152,11 +166,18 @@ class RedisRateLimiter:
         return float(wait), int(version)
 
     def bump_auth_version(self) -> None:
-        """Make every process's cached token and user rows stale (a revocation, a disabled user, a new plan)."""
+        """Make every process's cached token and user rows stale (a revocation, a disabled user, a new plan):
+        raise the version, publish it, and return once every subscribed process applied it (:mod:`.redis_watch`)."""
         try:
-            self._client.incr(AUTH_VERSION_KEY)
+            version, receivers = (int(v) for v in self._bump(keys=[AUTH_VERSION_KEY], args=[CHANNEL]))
+            watch = self.watch
+            if watch is not None and watch.subscribed:  # this process: its rows are forgotten already
+                watch.applied(version)
+                self._client.sadd(ack_key(version), watch.id)
         except redis.RedisError as exc:
             raise self._unavailable(exc) from None
+        if receivers:
+            wait_for_acks(self._client, version, receivers, self.label)
 
     @property
     def enabled(self) -> bool:
@@ -193,6 +214,12 @@ class RedisRateLimiter:
         self._client.close()
 
     async def aclose(self) -> None:
+        if self.leases is not None:
+            await self.leases.aclose()
+            self.leases = None
+        if self.watch is not None:
+            await self.watch.aclose()
+            self.watch = None
         if self._lean is not None:
             self._lean.close()
         if self._aclient is not None:

@@ -1,16 +1,18 @@
-"""A lean asyncio Redis client for the relay hot path's one script call (RESP2 over one connection).
+"""A lean asyncio Redis client for the relay hot path (RESP2 over one connection), and its Pub/Sub connection.
 
-Every relayed request makes one Redis round trip: the rate-limit script, which also reads the
-revocation version (:mod:`.redis_limiter`). Through ``redis.asyncio`` that round trip cost 370 µs of
-Python here (a connection-pool checkout, the command and reply machinery, the retry wrapper) where a
-raw asyncio exchange costs about 100 µs. This client does only what that call needs:
+A relayed request makes at most one Redis round trip: the rate-limit script (:mod:`.redis_limiter`,
+:mod:`.redis_lease`). Through ``redis.asyncio`` that round trip cost 370 µs of Python here (a
+connection-pool checkout, the command and reply machinery, the retry wrapper) where a raw asyncio
+exchange costs about 100 µs. This client does only what the hot path needs:
 
 * one connection per event loop, **pipelined**: concurrent requests write their commands back to back
   and the replies, which Redis sends in order, settle the waiting calls first in, first out;
 * ``AUTH`` (password, or user and password) and ``SELECT`` on connect, from a ``redis://`` or
   ``unix://`` URL as redis-py reads it (:func:`lean_url_supported` says which URLs; any other — TLS,
   query options — keeps ``redis.asyncio``);
-* ``EVALSHA``, and ``EVAL`` once when Redis answers ``NOSCRIPT`` (a restarted Redis forgets scripts);
+* ``EVALSHA``, and ``EVAL`` once when Redis answers ``NOSCRIPT`` (a restarted Redis forgets scripts), and
+  plain commands (:meth:`LeanRedis.call`); :class:`Subscriber` is a connection in Pub/Sub mode for
+  :mod:`.redis_watch`;
 * the same failure contract as the client it replaces, in redis-py's exception types: connecting and
   each answer are bounded (``timeout``); a timeout is not retried and drops the connection (its
   replies can no longer be matched); a dropped connection is retried once, at once, on a new one.
@@ -21,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import deque
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl, urlsplit
 
 import redis
@@ -124,19 +127,22 @@ class _Connection(asyncio.Protocol):
         self.buffer += data
         pos = 0
         try:
-            while self.waiting:
+            while pos < len(self.buffer):
                 value, pos = _parse(self.buffer, pos)
-                future = self.waiting.popleft()
-                if not future.done():
-                    future.set_result(value)
+                self._reply(value)
         except _Incomplete:
             pass
         except (redis.ConnectionError, ValueError) as exc:
             self._fail(exc if isinstance(exc, redis.ConnectionError) else redis.ConnectionError(str(exc)))
             return
         del self.buffer[:pos]
-        if self.buffer and not self.waiting:  # a reply nobody asked for: the stream cannot be trusted
-            self._fail(redis.ConnectionError("Redis sent a reply that was not asked for"))
+
+    def _reply(self, value: Any) -> None:
+        if not self.waiting:  # a reply nobody asked for: the stream cannot be trusted
+            raise redis.ConnectionError("Redis sent a reply that was not asked for")
+        future = self.waiting.popleft()
+        if not future.done():
+            future.set_result(value)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -194,14 +200,81 @@ class _Connection(asyncio.Protocol):
             self._fail(redis.ConnectionError("the connection to Redis was dropped after a timeout"))
 
 
+class Script:
+    """A Lua script and the SHA-1 Redis knows it by."""
+
+    __slots__ = ("sha", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text.encode("utf-8")
+        self.sha = hashlib.sha1(self.text).hexdigest().encode("ascii")  # Redis names scripts by SHA-1
+
+
+_C = TypeVar("_C", bound=_Connection)
+
+
+async def open_connection(loop: asyncio.AbstractEventLoop, opts: dict[str, Any], timeout: float,
+                          factory: Callable[[asyncio.AbstractEventLoop], _C]) -> _C:
+    """A connection made by ``factory`` to the server in ``opts`` (:func:`parse_url`), after ``AUTH`` and
+    ``SELECT``; connecting and each step are bounded by ``timeout``; failures in redis-py's exception types."""
+    try:
+        if "path" in opts:
+            opened = loop.create_unix_connection(lambda: factory(loop), str(opts["path"]))
+        else:
+            opened = loop.create_connection(lambda: factory(loop), str(opts.get("host") or "localhost"),
+                                            int(opts.get("port") or 6379))
+        _, conn = await asyncio.wait_for(opened, timeout)
+    except TimeoutError:
+        raise redis.TimeoutError("connecting to Redis timed out") from None
+    except (OSError, ValueError) as exc:
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise redis.ConnectionError(f"cannot connect to Redis: {detail}") from None
+    steps: list[tuple[bytes | str | int, ...]] = []
+    if opts.get("password") is not None:
+        user = opts.get("username")
+        steps.append((b"AUTH", user, opts["password"]) if user else (b"AUTH", opts["password"]))
+    if int(opts.get("db") or 0):
+        steps.append((b"SELECT", int(opts["db"])))
+    try:
+        for reply in await asyncio.gather(*(conn.call(timeout, *step) for step in steps)):
+            if isinstance(reply, _ErrorReply):
+                refused = reply.message.upper().startswith(("WRONGPASS", "NOAUTH", "ERR AUTH", "ERR INVALID"))
+                raise (redis.AuthenticationError if refused else redis.ResponseError)(reply.message)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+class Subscriber(_Connection):
+    """A connection in Pub/Sub mode: ``message`` pushes go to :attr:`on_message` (channel, payload), every other
+    reply (``AUTH``, the ``subscribe`` confirmation, ``pong``) to the call waiting for it; :attr:`on_lost` is
+    called once when the connection ends."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop)
+        self.on_message: Callable[[bytes, bytes], None] = lambda channel, payload: None
+        self.on_lost: Callable[[], None] = lambda: None
+
+    def _reply(self, value: Any) -> None:
+        if isinstance(value, list) and len(value) == 3 and value[0] == b"message":
+            self.on_message(value[1], value[2])
+        else:
+            super()._reply(value)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self.on_lost()
+
+
 class LeanRedis:
-    """``EVALSHA`` of one script over a pipelined connection (see the module docstring)."""
+    """``EVALSHA`` of a script (one given at the start, or any :class:`Script`) and plain commands over a
+    pipelined connection (see the module docstring)."""
 
     def __init__(self, url: str, script: str, *, timeout: float) -> None:
         self.options = parse_url(url)
         self.timeout = timeout
-        self.script = script.encode("utf-8")
-        self.sha = hashlib.sha1(self.script).hexdigest().encode("ascii")  # Redis names scripts by SHA-1
+        self.script = Script(script)
         self._conn: _Connection | None = None
         self._connecting: asyncio.Task[_Connection] | None = None
 
@@ -229,46 +302,29 @@ class LeanRedis:
             self._conn = task.result()
 
     async def _connect(self, loop: asyncio.AbstractEventLoop) -> _Connection:
-        def protocol() -> _Connection:
-            return _Connection(loop)
+        return await open_connection(loop, self.options, self.timeout, _Connection)
 
-        opts = self.options
-        try:
-            if "path" in opts:
-                opened = loop.create_unix_connection(protocol, str(opts["path"]))
-            else:
-                opened = loop.create_connection(protocol, str(opts.get("host") or "localhost"),
-                                                int(opts.get("port") or 6379))
-            _, conn = await asyncio.wait_for(opened, self.timeout)
-        except TimeoutError:
-            raise redis.TimeoutError("connecting to Redis timed out") from None
-        except (OSError, ValueError) as exc:
-            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            raise redis.ConnectionError(f"cannot connect to Redis: {detail}") from None
-        steps: list[tuple[bytes | str | int, ...]] = []
-        if opts.get("password") is not None:
-            user = opts.get("username")
-            steps.append((b"AUTH", user, opts["password"]) if user else (b"AUTH", opts["password"]))
-        if int(opts.get("db") or 0):
-            steps.append((b"SELECT", int(opts["db"])))
-        try:
-            for reply in await asyncio.gather(*(conn.call(self.timeout, *step) for step in steps)):
-                if isinstance(reply, _ErrorReply):
-                    refused = reply.message.upper().startswith(("WRONGPASS", "NOAUTH", "ERR AUTH", "ERR INVALID"))
-                    raise (redis.AuthenticationError if refused else redis.ResponseError)(reply.message)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+    async def evalsha(self, keys: list[str], args: list[str | int | float], script: Script | None = None) -> Any:
+        """The reply of ``script`` (the client's own when None) for ``keys`` and ``args`` (bulk strings as bytes)."""
+        lua = script or self.script
 
-    async def evalsha(self, keys: list[str], args: list[str | int | float]) -> Any:
-        """The script's reply for ``keys`` and ``args`` (bulk strings as bytes)."""
+        async def send(conn: _Connection) -> Any:
+            reply = await conn.call(self.timeout, b"EVALSHA", lua.sha, len(keys), *keys, *args)
+            if isinstance(reply, _ErrorReply) and reply.message.startswith("NOSCRIPT"):
+                reply = await conn.call(self.timeout, b"EVAL", lua.text, len(keys), *keys, *args)
+            return reply
+
+        return await self._retried(send)
+
+    async def call(self, *args: bytes | str | int | float) -> Any:
+        """One command's reply, on the same pipelined connection."""
+        return await self._retried(lambda conn: conn.call(self.timeout, *args))
+
+    async def _retried(self, send: Callable[[_Connection], Awaitable[Any]]) -> Any:
         for attempt in (1, 2):
             conn = await self._connection()
             try:
-                reply = await conn.call(self.timeout, b"EVALSHA", self.sha, len(keys), *keys, *args)
-                if isinstance(reply, _ErrorReply) and reply.message.startswith("NOSCRIPT"):
-                    reply = await conn.call(self.timeout, b"EVAL", self.script, len(keys), *keys, *args)
+                reply = await send(conn)
             except redis.TimeoutError:
                 raise
             except redis.ConnectionError:

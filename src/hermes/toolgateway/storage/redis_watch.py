@@ -1,0 +1,172 @@
+"""The revocation version pushed to every gateway process, so that a relayed request need not read it.
+
+Cached token and user rows may answer only while the shared **revocation version** is the one they were
+read under (:class:`~hermes.toolgateway.portal.auth.Authenticator`). Reading that version in every
+request's Redis round trip made revocation exact, and cost the round trip. Instead:
+
+* every change that must reach the caches (a revoked token, a disabled user, a new plan) raises the
+  version and **publishes** it on :data:`CHANNEL` in one script (:data:`BUMP`), which also says how many
+  subscribers received it;
+* each gateway process keeps a subscription (:class:`VersionWatch`) and takes a published version as its
+  own at once, then **acknowledges** it (its id added to a per-version set in Redis);
+* the change returns only when as many processes as received the message have acknowledged it (at most
+  :data:`ACK_WAIT` seconds; the process making it counts itself) — so when ``tokens revoke`` returns,
+  every serving process refuses the token on its next request, as before.
+
+While a process's subscription is not in place (starting, reconnecting: it is retried every
+:data:`RECONNECT_DELAY` seconds), :attr:`VersionWatch.live` is False and its requests read the version in
+their own round trip again; once subscribed it reads the version (after subscribing, so nothing published
+in between is missed), and again every :data:`HEARTBEAT` seconds beside a ``PING`` on the subscription,
+which also finds a connection that went silent. A process that received a message but did not
+acknowledge in time (stopped, or its loop busy) is named in one warning; it applies the change when it
+runs again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from typing import Any
+
+import redis
+
+from hermes.toolgateway.storage.resp import LeanRedis, Script, Subscriber, open_connection, parse_url
+
+log = logging.getLogger("hermes.toolgateway")
+
+#: the counter raised by every change that must reach cached token and user rows at once
+AUTH_VERSION_KEY = "hermes:toolgateway:auth-version"
+#: where a raised version is published (a Pub/Sub channel: its own namespace, the key's name reads well)
+CHANNEL = AUTH_VERSION_KEY
+#: per-version sets of the processes that applied it
+ACK_PREFIX = AUTH_VERSION_KEY + ":ack:"
+ACK_TTL_MS = 60_000
+#: how long a change waits for every subscribed process to acknowledge it
+ACK_WAIT = 1.0
+HEARTBEAT = 1.0
+RECONNECT_DELAY = 0.5
+
+#: KEYS[1] the version; ARGV[1] the channel. Returns {new version, subscribers that received it}.
+BUMP = """
+local version = redis.call('INCR', KEYS[1])
+return {version, redis.call('PUBLISH', ARGV[1], version)}
+"""
+#: KEYS[1] the version's acknowledgement set; ARGV[1] the process, ARGV[2] the set's lifetime (ms)
+ACK = Script("""
+redis.call('SADD', KEYS[1], ARGV[1])
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+""")
+
+
+def ack_key(version: int) -> str:
+    return f"{ACK_PREFIX}{version}"
+
+
+def wait_for_acks(client: redis.Redis, version: int, receivers: int, label: str) -> None:
+    """Return once ``receivers`` processes acknowledged ``version`` (or after :data:`ACK_WAIT` seconds, with a
+    warning naming how many did not); a Redis that stops answering meanwhile is a warning too."""
+    deadline = time.monotonic() + ACK_WAIT
+    delay = 0.0005
+    acked = 0
+    try:
+        while True:
+            acked = int(client.scard(ack_key(version)))
+            if acked >= receivers or time.monotonic() >= deadline:
+                break
+            time.sleep(delay)
+            delay = min(delay * 2, 0.02)
+    except redis.RedisError as exc:
+        log.warning("the revocation version %d was published, but Redis at %s stopped answering while the gateway "
+                    "processes acknowledged it (%s)", version, label, type(exc).__name__)
+        return
+    if acked < receivers:
+        log.warning("%d of %d gateway process(es) did not acknowledge the revocation version %d within %g s; each "
+                    "applies it when it next reads the version (at most %g s while it runs)",
+                    receivers - acked, receivers, version, ACK_WAIT, HEARTBEAT)
+
+
+class VersionWatch:
+    """This process's subscription to the revocation version (see the module docstring)."""
+
+    def __init__(self, url: str, client: LeanRedis, timeout: float) -> None:
+        self.options = parse_url(url)
+        self.client = client
+        self.timeout = timeout
+        self.id = secrets.token_hex(8)
+        #: the latest version seen; read by every relayed request while :attr:`live`
+        self.version = 0
+        #: subscribed and the version read since: requests may take :attr:`version` without asking Redis
+        self.live = False
+        #: subscribed (a published version reaches this process, and counts it as a receiver)
+        self.subscribed = False
+        self._task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def start(self) -> None:
+        """Subscribe in the background (a Redis that is down now is retried; requests ask it meanwhile)."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="auth-version-watch")
+
+    async def aclose(self) -> None:
+        self.live = self.subscribed = False
+        for task in [self._task, *self._tasks]:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, redis.RedisError):
+                    await task
+        self._task = None
+
+    def applied(self, version: int) -> None:
+        """A version this process raised itself (its own cached rows were already forgotten)."""
+        self.version = version
+
+    # -- inside ----------------------------------------------------------------------------------------
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            conn: Subscriber | None = None
+            try:
+                conn = await open_connection(loop, self.options, self.timeout, Subscriber)
+                lost = asyncio.Event()
+                conn.on_message = self._message
+                conn.on_lost = lost.set
+                reply = await conn.call(self.timeout, b"SUBSCRIBE", CHANNEL)
+                if not (isinstance(reply, list) and reply and reply[0] == b"subscribe"):
+                    raise redis.ResponseError(f"unexpected reply to SUBSCRIBE: {reply!r:.80}")
+                self.subscribed = True
+                await self._read_version()
+                self.live = True
+                while not lost.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(lost.wait(), HEARTBEAT)
+                    if lost.is_set():
+                        break
+                    await conn.call(self.timeout, b"PING")  # a silent connection times out, and is dropped
+                    await self._read_version()
+            except (redis.RedisError, OSError) as exc:
+                log.debug("the revocation version's subscription is down (%s); retrying", type(exc).__name__)
+            finally:
+                self.live = self.subscribed = False
+                if conn is not None:
+                    conn.close()
+            await asyncio.sleep(RECONNECT_DELAY)
+
+    async def _read_version(self) -> None:
+        self.version = int(await self.client.call(b"GET", AUTH_VERSION_KEY) or 0)
+
+    def _message(self, channel: bytes, payload: bytes) -> None:
+        try:
+            version = int(payload)
+        except ValueError:
+            return
+        self.version = version  # a lower one (Redis restarted) makes the cache forget everything: still safe
+        task = asyncio.get_running_loop().create_task(self._ack(version))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _ack(self, version: int) -> None:
+        with contextlib.suppress(redis.RedisError):
+            await self.client.evalsha([ack_key(version)], [self.id, ACK_TTL_MS], ACK)

@@ -1,0 +1,151 @@
+"""The revocation version pushed to serving processes (``hermes.toolgateway.storage.redis_watch``), against a
+real ``redis-server``: a change returns once every subscribed process applied it, so requests need no Redis
+round trip for the version; a process that does not acknowledge holds a change at most ``ACK_WAIT``; a
+process making a change itself does not wait for its own (blocked) loop; while the subscription is down
+requests read the version themselves again."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+import pytest
+import redis
+
+from fakes.pg_redis import RedisServer
+from hermes.toolgateway.storage.redis_limiter import RedisRateLimiter
+from hermes.toolgateway.storage.redis_watch import ACK_WAIT, AUTH_VERSION_KEY, CHANNEL
+
+
+class Serving:
+    """A limiter started on an event loop of its own thread, as in a serving gateway process."""
+
+    def __init__(self, url: str, rate: float = 0.0, burst: int = 0) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.limiter = RedisRateLimiter(url, rate, burst)
+        self.run(self.limiter.start())
+        self.wait_live()
+
+    def run(self, work: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(10)
+
+    def wait_live(self, live: bool = True) -> None:
+        deadline = time.monotonic() + 5
+        while not (self.limiter.watch is not None and self.limiter.watch.live is live):
+            assert time.monotonic() < deadline, f"the watch did not become {'live' if live else 'down'}"
+            time.sleep(0.01)
+
+    @property
+    def version(self) -> int:
+        assert self.limiter.watch is not None
+        return self.limiter.watch.version
+
+    def close(self) -> None:
+        self.run(self.limiter.aclose())
+        self.limiter.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+def evalsha_calls(client: redis.Redis) -> int:
+    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+def stored_version(client: redis.Redis) -> int:
+    return int(client.get(AUTH_VERSION_KEY) or 0)
+
+
+def test_a_change_returns_once_every_watching_process_applied_it(own_redis: RedisServer) -> None:
+    plain = redis.Redis.from_url(own_redis.url)
+    cli = RedisRateLimiter(own_redis.url, 0.0, 0)  # the CLI: no subscription of its own
+    a, b = Serving(own_redis.url), Serving(own_redis.url)
+    try:
+        for _ in range(5):
+            started = time.monotonic()
+            cli.bump_auth_version()
+            assert time.monotonic() - started < ACK_WAIT / 2
+            assert a.version == b.version == stored_version(plain)  # applied before the change returned
+        # a request takes the version from the watch: no round trip (the limiter is off)
+        before = evalsha_calls(plain)
+        assert a.run(a.limiter.acquire_and_version("k")) == (0.0, stored_version(plain))
+        assert evalsha_calls(plain) == before
+    finally:
+        a.close()
+        b.close()
+        cli.close()
+        plain.close()
+
+
+def test_a_subscriber_that_does_not_acknowledge_holds_a_change_at_most_ack_wait(
+        own_redis: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
+    plain = redis.Redis.from_url(own_redis.url)
+    silent = plain.pubsub()
+    silent.subscribe(CHANNEL)  # receives, never acknowledges (a process that stopped)
+    assert silent.get_message(timeout=5)["type"] == "subscribe"
+    cli = RedisRateLimiter(own_redis.url, 0.0, 0)
+    a = Serving(own_redis.url)
+    try:
+        with caplog.at_level(logging.WARNING, logger="hermes.toolgateway"):
+            started = time.monotonic()
+            cli.bump_auth_version()
+            took = time.monotonic() - started
+        assert ACK_WAIT <= took < ACK_WAIT + 1
+        assert a.version == stored_version(plain)  # the live one applied it all the same
+        assert any("1 of 2 gateway process(es) did not acknowledge" in r.getMessage() for r in caplog.records)
+        assert all(own_redis.password not in r.getMessage() for r in caplog.records)
+    finally:
+        a.close()
+        cli.close()
+        silent.close()
+        plain.close()
+
+
+def test_a_process_making_a_change_does_not_wait_for_its_own_loop(own_redis: RedisServer,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    plain = redis.Redis.from_url(own_redis.url)
+    a, b = Serving(own_redis.url), Serving(own_redis.url)
+
+    async def change_on_the_loop() -> float:
+        started = time.monotonic()
+        a.limiter.bump_auth_version()  # synchronous, as a portal route revoking a token: the loop is blocked
+        return time.monotonic() - started
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="hermes.toolgateway"):
+            took = a.run(change_on_the_loop())
+        assert took < ACK_WAIT / 2
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert a.version == b.version == stored_version(plain)
+    finally:
+        a.close()
+        b.close()
+        plain.close()
+
+
+def test_while_the_subscription_is_down_requests_read_the_version_themselves(own_redis: RedisServer) -> None:
+    plain = redis.Redis.from_url(own_redis.url)
+    cli = RedisRateLimiter(own_redis.url, 0.0, 0)
+    a = Serving(own_redis.url, rate=100.0, burst=100)
+    try:
+        assert plain.client_kill_filter(_type="pubsub") >= 1
+        a.wait_live(False)
+        cli.bump_auth_version()  # nobody subscribed: returns at once, nobody told
+        before = evalsha_calls(plain)
+        wait, version = a.run(a.limiter.acquire_and_version("k"))
+        assert (wait, version) == (0.0, stored_version(plain))  # read in the request's own round trip
+        assert evalsha_calls(plain) == before + 1
+        a.wait_live(True)  # subscribed again (every half second), and the version read after subscribing
+        assert a.version == stored_version(plain)
+        cli.bump_auth_version()
+        assert a.version == stored_version(plain)
+    finally:
+        a.close()
+        cli.close()
+        plain.close()
