@@ -250,3 +250,39 @@ def test_secret_file_is_private(gw: GatewayHarness) -> None:
     secret: Path = gw.config.secret_path
     assert secret.stat().st_mode & 0o077 == 0
     assert gw.config.db_path == gw.config.home / "toolgateway" / "gateway.db"
+
+
+def test_every_request_gets_one_access_line_with_the_status_it_was_sent(gw: GatewayHarness) -> None:
+    """Relays log through the router (the status they record), the rest through the access-log middleware:
+    each request one line, with the path the client sent and the status it got."""
+    token = gw.token("bob")
+    bob = gw.side.accounts.get_user("bob").uid
+    marker = f"q{time.monotonic_ns()}"
+    sent = {  # path (query marks this test's requests) -> the status the client got
+        f"{SEARCH}?m={marker}": search_at(gw, f"{SEARCH}?m={marker}", token).status_code,
+        f"/v2/search?m={marker}": search_at(gw, f"/v2/search?m={marker}", token).status_code,  # bare host
+        f"{SEARCH}?m={marker}&anon=1": search_at(gw, f"{SEARCH}?m={marker}&anon=1", None).status_code,
+        f"/relay/nope/x?m={marker}": httpx.get(f"{gw.url}/relay/nope/x?m={marker}").status_code,
+        f"/relay/tool/api/uploads?m={marker}": httpx.get(f"{gw.url}/relay/tool/api/uploads?m={marker}").status_code,
+        f"/healthz?m={marker}": httpx.get(f"{gw.url}/healthz?m={marker}").status_code,
+    }
+    assert list(sent.values()) == [200, 200, 401, 404, 401, 200]
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [json.loads(line) for line in (gw.config.home / "access.log").read_text().splitlines()]
+        mine = [entry for entry in lines if marker in entry["query"]]
+        if len(mine) >= len(sent) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    logged = {f"{entry['path']}?{entry['query']}": entry for entry in mine}
+    assert len(mine) == len(sent) == len(logged)
+    for path, status in sent.items():
+        assert logged[path]["status"] == status, (path, sorted(logged))
+    assert logged[f"{SEARCH}?m={marker}"]["user"] == bob
+    assert logged[f"/v2/search?m={marker}"]["user"] == bob
+    assert logged[f"{SEARCH}?m={marker}&anon=1"]["user"] is None
+
+
+def search_at(gw: GatewayHarness, path: str, token: str | None) -> httpx.Response:
+    headers = {"authorization": f"Bearer {token}"} if token is not None else {}
+    return httpx.post(gw.url + path, json={"query": "q", "limit": 1}, headers=headers, timeout=30)

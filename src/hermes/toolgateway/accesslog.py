@@ -142,6 +142,16 @@ class LogSink:
                 return
             self._timer = loop.call_later(self.interval, self.flush)
 
+    async def timed(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, logged: Scope) -> None:
+        """Run ``app`` — one that puts the status it sends in ``scope["state"]["gw_status"]`` (a relay) — and log
+        the request as ``logged`` (the scope the client sent: its path before the router's rewriting)."""
+        state = scope["state"]
+        started = time.perf_counter()
+        try:
+            await app(scope, receive, send)
+        finally:
+            self.add(logged, state.get("gw_user"), state.get("gw_status", 500), (time.perf_counter() - started) * 1000)
+
     def flush(self) -> None:
         """Write every line still waiting."""
         if self._timer is not None:
@@ -190,7 +200,9 @@ def _chunks(text: str, size: int) -> list[str]:
 
 
 class AccessLogMiddleware:
-    """Pure ASGI middleware (no per-request task or body buffering)."""
+    """Pure ASGI middleware (no per-request task or body buffering): the status is read from the messages the
+    app sends. Relays that record their status themselves are logged by the router instead, without it
+    (:meth:`LogSink.timed`)."""
 
     def __init__(self, app: ASGIApp, sink: LogSink) -> None:
         self.app = app
@@ -200,6 +212,10 @@ class AccessLogMiddleware:
         if scope["type"] != "http" or not self.sink.enabled:
             await self.app(scope, receive, send)
             return
+        await self.logged(scope, receive, send, scope)
+
+    async def logged(self, scope: Scope, receive: Receive, send: Send, sent: Scope) -> None:
+        """Run the app on ``scope`` and log the request as ``sent`` (the scope before the router rewrote it)."""
         state = scope.setdefault("state", {})
         started = time.perf_counter()
         status = 500
@@ -213,7 +229,7 @@ class AccessLogMiddleware:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            self.sink.add(scope, state.get("gw_user"), status, (time.perf_counter() - started) * 1000)
+            self.sink.add(sent, state.get("gw_user"), status, (time.perf_counter() - started) * 1000)
 
 
 def _line(now: float, scope: Scope, user: object, status: int, latency_ms: float) -> str:

@@ -71,10 +71,11 @@ class RelayRouter:
     ``relays`` is the app's relay table, by label: filled by the lifespan when the resources are open.
     """
 
-    def __init__(self, app: ASGIApp, relays: Mapping[str, Relay], domain: str) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, relays: Mapping[str, Relay], domain: str, sink: LogSink | None = None) -> None:
+        self.app = app  # with the access log around it, when there is one
         self.relays = relays
         self.domain = domain
+        self.sink = sink if sink is not None and sink.enabled else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -84,13 +85,14 @@ class RelayRouter:
         if path.startswith(RELAY_PREFIX):
             label, _, rest = path[len(RELAY_PREFIX):].partition("/")
             prefix = RELAY_PREFIX + label
+            scope.setdefault("state", {})  # shared with the child: what the relay records there is logged
             child = dict(scope)
             child["path"] = "/" + rest
             child["root_path"] = scope.get("root_path", "") + prefix
             raw = scope.get("raw_path")
             if isinstance(raw, bytes) and raw.startswith(prefix.encode()):
                 child["raw_path"] = raw[len(prefix):] or b"/"
-            await self._relay(label, child, receive, send)
+            await self._relay(label, child, receive, send, scope)
             return
         if path not in _EVERYWHERE:
             host = ""
@@ -100,21 +102,31 @@ class RelayRouter:
                     break
             host_label = relay_label_for_host(host, self.domain) if host else None
             if host_label is not None:
-                await self._relay(host_label, scope, receive, send)
+                await self._relay(host_label, scope, receive, send, scope)
                 return
             if path.startswith("/v2/"):  # firecrawl-py drops a pinned prefix (see above)
-                await self._relay("firecrawl", scope, receive, send)
+                await self._relay("firecrawl", scope, receive, send, scope)
                 return
         await self.app(scope, receive, send)
 
-    async def _relay(self, label: str, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _relay(self, label: str, scope: Scope, receive: Receive, send: Send, sent: Scope) -> None:
+        """``scope`` to the relay of ``label`` (``sent``: the request as the client sent it, for the access log)."""
         relay = self.relays.get(label)
-        websocket = getattr(relay, "websocket", None) if scope["type"] == "websocket" else None
-        if websocket is not None:  # relays that take WebSockets (browser-use's CDP proxy) have a websocket()
-            await websocket(scope, receive, send)
-            return
-        if relay is not None and scope["type"] == "http":
-            await relay(scope, receive, send)
+        http = scope["type"] == "http"
+        if not http:
+            websocket = getattr(relay, "websocket", None)
+            if websocket is not None:  # relays that take WebSockets (browser-use's CDP proxy) have a websocket()
+                await websocket(scope, receive, send)
+                return
+        sink = self.sink
+        if relay is not None and http:
+            if sink is None:
+                await relay(scope, receive, send)
+            elif type(relay).__call__ is Relay.__call__:  # it records the status it sends: no wrapped send
+                scope.setdefault("state", {})
+                await sink.timed(relay, scope, receive, send, sent)
+            else:
+                await AccessLogMiddleware(relay, sink).logged(scope, receive, send, sent)
             return
         if relay is not None:
             error = GatewayHTTPError(404, "not_found", f"the {label} relay takes no WebSocket connections")
@@ -122,15 +134,20 @@ class RelayRouter:
             error = GatewayHTTPError(404, "relay_not_available", f"this gateway does not offer the {label} relay yet")
         else:
             error = GatewayHTTPError(404, "unknown_relay", f"there is no relay named {label!r}")
-        await error.response()(scope, receive, send)
+        answer = error.response()
+        if sink is not None and http:
+            await AccessLogMiddleware(answer, sink).logged(scope, receive, send, sent)
+        else:
+            await answer(scope, receive, send)
 
 
 class GatewayApp(Starlette):
-    """The portal, API and dashboards on Starlette, behind :attr:`front` — the access log and the
-    :class:`RelayRouter` — which sees every request first: a relay request goes straight to its relay
-    (its own errors answered by the relay, an unexpected one as a JSON 500), everything else (lifespan
-    included) on to Starlette's own stack through :meth:`starlette`. Starlette's per-request layers
-    (its error middleware and the wrapped ``send``) were a measurable part of a relayed call's own cost."""
+    """The portal, API and dashboards on Starlette, behind :attr:`front` — the :class:`RelayRouter` —
+    which sees every request first: a relay request goes straight to its relay (its own errors answered
+    by the relay, an unexpected one as a JSON 500; the router writes its access line), everything else
+    (lifespan included) on to the access log and Starlette's own stack through :meth:`starlette`.
+    Starlette's per-request layers (its error middleware and the wrapped ``send``) were a measurable part
+    of a relayed call's own cost."""
 
     front: ASGIApp
 
@@ -183,7 +200,7 @@ def create_app(config: GatewayConfig, *, gateway: Gateway | None = None) -> Gate
                             HTTPException: _http_error},
         lifespan=lifespan,
     )
-    app.front = AccessLogMiddleware(RelayRouter(app.starlette, relays, config.domain), sink=sink)
+    app.front = RelayRouter(AccessLogMiddleware(app.starlette, sink=sink), relays, config.domain, sink)
     app.state.gateway = gw
     app.state.relays = relays
     return app

@@ -239,15 +239,17 @@ class Relay(ABC):
             log.exception("relay %s failed before its handler ran", self.label)
             response = _internal_error()
         if isinstance(response, PreparedAnswer):
+            scope.setdefault("state", {})["gw_status"] = response.status  # for the access log (app.RelayRouter)
             await response.send(send)
         else:
+            scope.setdefault("state", {})["gw_status"] = response.status_code
             await response(scope, receive, send)
 
     async def _handle(self, scope: Scope, receive: Receive) -> Response | PreparedAnswer:
         gw = self.gateway
         headers = RequestHeaders(scope=scope)
         token = extract_token(headers, self.token_sources)
-        if gw.shared_revocation:  # Redis: one round trip takes the rate-limit token and reads the revocation version
+        if gw.shared_revocation:  # Redis: the rate-limit token (leased, or one round trip) and the revocation version
             wait, version = await gw.limiter.acquire_and_version(gw.auth.rate_key_of(token))
             principal = await gw.auth.authenticate_async(token, version)
         else:
