@@ -1,8 +1,8 @@
 """The revocation version pushed to serving processes (``hermes.toolgateway.storage.redis_watch``), against a
 real ``redis-server``: a change returns once every subscribed process applied it, so requests need no Redis
-round trip for the version; a process that does not acknowledge holds a change at most ``ACK_WAIT``; a
-process making a change itself does not wait for its own (blocked) loop; while the subscription is down
-requests read the version themselves again."""
+round trip for the version; a process that does not acknowledge holds a change at most ``ACK_WAIT``, and a
+pattern subscriber is not waited for; a serving process making a change tells the others from a worker
+thread, its loop free to acknowledge; while the subscription is down requests read the version themselves."""
 
 from __future__ import annotations
 
@@ -11,14 +11,18 @@ import logging
 import threading
 import time
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
 from fakes.pg_redis import RedisServer
+from hermes.toolgateway.config import load_config
+from hermes.toolgateway.services import Gateway
 from hermes.toolgateway.storage.redis_limiter import RedisRateLimiter
-from hermes.toolgateway.storage.redis_watch import ACK_WAIT, AUTH_VERSION_KEY, CHANNEL
+from hermes.toolgateway.storage.redis_watch import ACK_WAIT, AUTH_VERSION_KEY, CHANNEL, VersionWatch
+from hermes.toolgateway.storage.resp import LeanRedis
 
 
 class Serving:
@@ -64,6 +68,9 @@ def stored_version(client: redis.Redis) -> int:
 
 def test_a_change_returns_once_every_watching_process_applied_it(own_redis: RedisServer) -> None:
     plain = redis.Redis.from_url(own_redis.url)
+    monitor = plain.pubsub()
+    monitor.psubscribe("*")  # a monitoring client receives every message, and acknowledges none
+    assert monitor.get_message(timeout=5)["type"] == "psubscribe"
     cli = RedisRateLimiter(own_redis.url, 0.0, 0)  # the CLI: no subscription of its own
     a, b = Serving(own_redis.url), Serving(own_redis.url)
     try:
@@ -80,6 +87,7 @@ def test_a_change_returns_once_every_watching_process_applied_it(own_redis: Redi
         a.close()
         b.close()
         cli.close()
+        monitor.close()
         plain.close()
 
 
@@ -107,25 +115,50 @@ def test_a_subscriber_that_does_not_acknowledge_holds_a_change_at_most_ack_wait(
         plain.close()
 
 
-def test_a_process_making_a_change_does_not_wait_for_its_own_loop(own_redis: RedisServer,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
+def test_a_serving_process_making_a_change_tells_the_others_without_blocking_its_loop(
+        own_redis: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A portal route revoking a token runs on the event loop: the change is told from a worker thread (the
+    loop goes on, and acknowledges for this process), and the route's answer waits for every process."""
     plain = redis.Redis.from_url(own_redis.url)
-    a, b = Serving(own_redis.url), Serving(own_redis.url)
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'redis_url = "{own_redis.url}"\n')
+    gw = Gateway(load_config(config, home=tmp_path / "home"))
+    a = Serving(own_redis.url)  # another gateway process
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
 
-    async def change_on_the_loop() -> float:
+    def run(work: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(work, loop).result(10)
+
+    async def route(token: str) -> tuple[float, float, int]:
         started = time.monotonic()
-        a.limiter.bump_auth_version()  # synchronous, as a portal route revoking a token: the loop is blocked
-        return time.monotonic() - started
+        gw.accounts.revoke(token)  # synchronous, on the loop, as the portal's routes do
+        blocked = time.monotonic() - started
+        await gw.changes_applied()
+        return blocked, time.monotonic() - started, a.version
 
     try:
+        run(gw.start())
+        limiter = gw.limiter
+        assert isinstance(limiter, RedisRateLimiter)
+        deadline = time.monotonic() + 5
+        while not (limiter.watch is not None and limiter.watch.live):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        user = gw.accounts.add_user("rae", "paid")
+        token = gw.accounts.issue_access_token(user, ttl=600).token
         with caplog.at_level(logging.WARNING, logger="hermes.toolgateway"):
-            took = a.run(change_on_the_loop())
-        assert took < ACK_WAIT / 2
+            blocked, took, seen = run(route(token))
+        assert blocked < ACK_WAIT / 4 and took < ACK_WAIT / 2  # both processes acknowledged, this one included
+        assert seen == stored_version(plain) == limiter.watch.version  # the other one had it before the answer
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
-        assert a.version == b.version == stored_version(plain)
     finally:
+        run(gw.close())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
         a.close()
-        b.close()
         plain.close()
 
 
@@ -147,5 +180,41 @@ def test_while_the_subscription_is_down_requests_read_the_version_themselves(own
         assert a.version == stored_version(plain)
     finally:
         a.close()
+        cli.close()
+        plain.close()
+
+
+def test_a_read_of_the_version_never_takes_the_watch_back_behind_a_change(own_redis: RedisServer) -> None:
+    """The heartbeat's read of the version may be answered before a change and arrive after its message: it
+    must not take the process back to the old version once the change returned (here read every millisecond,
+    so that the two cross often)."""
+    plain = redis.Redis.from_url(own_redis.url)
+    cli = RedisRateLimiter(own_redis.url, 0.0, 0)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    lean = LeanRedis(own_redis.url, "return 1", timeout=5)
+    watch = VersionWatch(own_redis.url, lean, 5, heartbeat=0.001)
+    loop.call_soon_threadsafe(watch.start)
+    try:
+        deadline = time.monotonic() + 5
+        while not watch.live:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        behind = 0
+        for _ in range(500):
+            cli.bump_auth_version()
+            behind += watch.version < stored_version(plain)
+        assert behind == 0
+    finally:
+        async def stop() -> None:
+            await watch.aclose()
+            lean.close()
+            await asyncio.sleep(0.01)  # the transport closes on the loop's next turns
+
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
         cli.close()
         plain.close()

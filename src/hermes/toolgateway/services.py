@@ -17,6 +17,7 @@ them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -63,6 +64,7 @@ class Gateway:
         self._listener: ChangeListener | None = None
         self.admin_token = ""
         self._peers: Peers | None = None
+        self._telling: set[asyncio.Future[None]] = set()  # changes being told to every gateway process
         self.sealing_key = b""
         self.limiter: Limiter = open_limiter(config.redis_url, config.rate_limit.per_second, config.rate_limit.burst)
 
@@ -102,17 +104,38 @@ class Gateway:
         return hasattr(self.limiter, "bump_auth_version")
 
     def _auth_changed(self) -> None:
-        """A token was revoked, a user disabled or re-planned: no cached row may answer for it any more."""
+        """A token was revoked, a user disabled or re-planned: no cached row may answer for it any more.
+
+        With Redis every gateway process is told (:meth:`~.storage.redis_limiter.RedisRateLimiter.bump_auth_version`,
+        which waits for them all): at once outside an event loop (the CLI), else in a worker thread — this loop
+        must go on to acknowledge the change itself — which the route awaits (:meth:`changes_applied`)."""
         if self._auth is not None:
             self._auth.forget_rows()
-        bump = getattr(self.limiter, "bump_auth_version", None)
-        if bump is not None:
-            try:
-                bump()
-            except StorageUnavailable as exc:
-                log.warning("the change is stored, but the revocation version could not be raised (%s): gateway "
-                            "processes may accept the old state for up to auth_cache_ttl (%g s)", exc.detail,
-                            self.config.auth_cache_ttl)
+        if getattr(self.limiter, "bump_auth_version", None) is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._raise_auth_version()
+            return
+        told = loop.run_in_executor(None, self._raise_auth_version)
+        self._telling.add(told)
+        told.add_done_callback(self._telling.discard)
+
+    def _raise_auth_version(self) -> None:
+        bump: Callable[[], None] = getattr(self.limiter, "bump_auth_version")  # noqa: B009 - not on every limiter
+        try:
+            bump()
+        except StorageUnavailable as exc:
+            log.warning("the change is stored, but the revocation version could not be raised (%s): gateway "
+                        "processes may accept the old state for up to auth_cache_ttl (%g s)", exc.detail,
+                        self.config.auth_cache_ttl)
+
+    async def changes_applied(self) -> None:
+        """Return once every gateway process has applied the changes this one made so far (see
+        :meth:`_auth_changed`); a route that revokes a token or ends a session awaits it before answering."""
+        if self._telling:
+            await asyncio.gather(*list(self._telling), return_exceptions=True)
 
     def check_services(self) -> None:
         """Raise :class:`StorageUnavailable` (a one-line error naming the masked URL) unless Redis answers,
@@ -195,6 +218,7 @@ class Gateway:
     async def close(self) -> None:
         """Close the HTTP client, the limiter and the database (after in-flight requests and the relays); the
         usage journal is written out first."""
+        await self.changes_applied()
         if self._writer is not None:
             await self._writer.close()
             self._writer = None

@@ -277,6 +277,7 @@ class Dashboard:
                 self.sessions.end_admin(found)
             else:
                 self.sessions.end_user(found)
+                await self.gw.changes_applied()  # the session's token is refused by every process before we answer
         resp = RedirectResponse(self._location(request, area), status_code=303, headers=PAGE_HEADERS)
         self._clear(resp, request, area)
         return resp

@@ -115,6 +115,7 @@ def routes(gw: Gateway) -> list[Route]:
             else:
                 raise OAuthError("unsupported_grant_type", f"grant_type {grant_type!r} is not supported")
         except OAuthError as exc:
+            await gw.changes_applied()  # a reused refresh token revoked its family: every process first
             return _oauth_error(exc)
         request.scope.setdefault("state", {})["gw_user"] = tokens.subject
         return json_response(tokens.body(), 200, {"pragma": "no-cache"})

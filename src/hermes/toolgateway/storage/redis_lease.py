@@ -3,21 +3,26 @@
 With the revocation version pushed to every process (:mod:`.redis_watch`), the rate limit is the only
 thing a relayed request still needs Redis for. A token that sends requests back to back does not need a
 round trip for each: when one of its requests goes to Redis within :data:`LEASE_SECONDS` of the last,
-the script takes a few tokens more than the request costs and this process spends them on that token's
-next requests without asking; while they last, another lease is taken in the background before they run
-out. How many: twice the last lease, at most ``burst / 4`` (and :data:`MAX_LEASE`), never more than half
-of what the bucket holds after the request's own cost — so a small bucket is never emptied into one
-process. A token that comes back only now and then takes no lease at all: exact, one round trip each.
+the script lends this process a few tokens more than the request costs, and the token's next requests
+spend them without asking; while they last, the next lease is taken in the background. How many: the
+token's recent pace for :data:`LEASE_FILL` of a lease's life, at most ``burst / 4`` (and :data:`MAX_LEASE`),
+never more than half of what the bucket holds after the request's own cost — so a small bucket is not
+emptied into one process. A token that comes back only now and then takes no lease: one exact round
+trip a request.
 
-What the bucket still promises, whatever the number of processes:
-
-* a leased token is spent within :data:`LEASE_SECONDS` of leaving the bucket, or not at all — and then
-  it is put back (capped at ``burst``, which leaves the bucket exactly as if it had never been taken).
-  Over any stretch of time the requests let through are therefore at most what the bucket itself allows
-  plus ``rate × LEASE_SECONDS`` (0.1 s worth of the rate): at the default 10 per second, one request;
-* a refused request is still decided by Redis (the answer and its ``Retry-After`` are the script's);
-  a request can be refused while another process holds unspent leased tokens of the same bucket, for
-  at most :data:`LEASE_SECONDS`.
+The bucket keeps count of what it lent (``lent``, beside ``tokens``): it refills only up to
+``burst - lent``, so what it holds and what is out on lease together never exceed ``burst``. Each
+process reports back, with its next round trip for that token (or the sweeper's, every
+:data:`LEASE_SECONDS`), the leases it is done with — spent, or not spent within :data:`LEASE_SECONDS`
+of being asked for — and the tokens left in them, which go back into the bucket. So, whatever the
+number of processes, the requests let through over any stretch of time are at most what the bucket
+itself allows (``burst`` plus the rate times the stretch): a report that is lost (Redis did not
+answer) leaves tokens counted as lent — fewer requests, never more — until no lease of that token was
+taken for :data:`LENT_STALE` seconds, when every lease is long over and the count is dropped. A refusal
+and its ``Retry-After`` are still the script's; a request can be refused for at most about
+:data:`LEASE_SECONDS` while another process holds unspent tokens of the same bucket. Tokens already
+leased are spent even when Redis stops answering meanwhile (at most :data:`LEASE_SECONDS` of them);
+every request that needs Redis then gets ``503``.
 """
 
 from __future__ import annotations
@@ -34,52 +39,71 @@ import redis
 
 from hermes.toolgateway.storage.resp import LeanRedis, Script
 
-#: how long leased tokens may wait to be spent (then they go back to the bucket)
+#: how long leased tokens may wait to be spent, from when they were asked for (then they go back)
 LEASE_SECONDS = 0.1
 #: the largest lease, in tokens
 MAX_LEASE = 256
-#: a lease is this share of what the key spent in :data:`LEASE_SECONDS` at its recent pace; a new one is taken
-#: when the newest is half way to its end (or half spent), so about 1.5 times the pace is leased and the rest
-#: goes back
+#: a lease is this share of what the key spends in :data:`LEASE_SECONDS` at its recent pace; the next one is
+#: taken when the newest is half way to its end or half spent, and what is left over goes back
 LEASE_FILL = 0.75
-#: a key not seen for this long may be forgotten (longer than a round trip may take: none is in flight)
+#: a key not seen for this long, with nothing leased or to report and no round trip under way, is forgotten
 IDLE_SECONDS = 1.0
 #: keys kept in memory before the idle ones are forgotten
 MAX_KEYS = 10_000
+#: seconds without a new lease after which a bucket's count of lent tokens is dropped (every lease is over)
+LENT_STALE = 2
 
-#: the bucket (the same one :data:`.redis_limiter.TOKEN_BUCKET` keeps) refilled to now; ``tokens`` and ``now``
+#: the bucket refilled to now, after the caller's report (``done``: tokens of leases it is done with, of which
+#: ``unspent`` go back); what it holds never exceeds ``burst - lent``. Defines ``tokens``, ``lent``, ``now`` …
 REFILL = """
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 'lent', 'lent_ts')
 local tokens = tonumber(state[1])
 local last = tonumber(state[2])
+local lent = tonumber(state[3]) or 0
+local lent_ts = tonumber(state[4]) or 0
 if tokens == nil or last == nil then
   tokens = burst
   last = now
+  lent = 0
 end
+if now - lent_ts > LENT_STALE then
+  lent = 0
+end
+lent = math.max(0, lent - done)
+tokens = tokens + unspent
 if now > last then
-  tokens = math.min(burst, tokens + (now - last) * rate)
+  tokens = tokens + (now - last) * rate
 end
-"""
+tokens = math.min(burst - lent, tokens)
+""".replace("LENT_STALE", str(LENT_STALE))
 
-#: writes the bucket back; it expires once it would have refilled completely
+#: writes the bucket back; it expires once it would have refilled completely (lent tokens included)
 STORE = """
-redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.6f', now))
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.6f', now),
+           'lent', string.format('%.17g', lent), 'lent_ts', string.format('%.6f', lent_ts))
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
 """
 
-#: KEYS[1] the bucket; ARGV rate, burst, cost, want. Takes ``cost`` and up to ``want`` more (never more than half
-#: of what is left); a negative cost puts tokens back. Returns {seconds to wait ("0" when taken), tokens leased}.
-LEASE = REFILL + """
+#: KEYS[1] the bucket; ARGV rate, burst, cost, want, done, unspent. Takes ``cost`` and lends up to ``want`` more
+#: (never more than half of what is left). Returns {seconds to wait ("0" when taken), tokens lent}.
+LEASE = """
+local done = tonumber(ARGV[5])
+local unspent = tonumber(ARGV[6])
+""" + REFILL + """
 local cost = tonumber(ARGV[3])
 local wait = 0
 local extra = 0
 if tokens >= cost then
   extra = math.max(0, math.min(tonumber(ARGV[4]), math.floor((tokens - cost) / 2)))
-  tokens = math.min(burst, tokens - cost - extra)
+  tokens = tokens - cost - extra
+  if extra > 0 then
+    lent = lent + extra
+    lent_ts = now
+  end
 else
   wait = (cost - tokens) / rate
 end
@@ -90,17 +114,20 @@ LEASE_SCRIPT = Script(LEASE)
 
 
 class _Token:
-    """One rate-limit key's leases: chunks of [tokens, spend-by time], oldest first."""
+    """One rate-limit key's leases: chunks of [tokens left, spend-by time, size], oldest first."""
 
-    __slots__ = ("chunks", "refilling", "spent", "total", "trip", "want")
+    __slots__ = ("chunks", "done", "inflight", "refilling", "spent", "total", "trip", "unspent", "want")
 
     def __init__(self) -> None:
         self.chunks: deque[list[float]] = deque()
-        self.total = 0.0  # tokens in the chunks
+        self.total = 0.0  # tokens left in the chunks
+        self.done = 0.0  # to report: the size of the leases this process is done with ...
+        self.unspent = 0.0  # ... and the tokens left in them
         self.spent = 0.0  # tokens this key's requests took since its last round trip (theirs included)
         self.trip = -IDLE_SECONDS  # when this key last went to Redis (monotonic)
         self.want = 0  # the size of its last lease
         self.refilling = False
+        self.inflight = 0  # round trips under way
 
 
 class Leases:
@@ -112,13 +139,13 @@ class Leases:
         self.rate_arg = repr(float(rate))
         self.burst = burst
         self.max_lease = max(1, min(MAX_LEASE, burst // 4))
-        self.trips = 0  # round trips made (requests, background leases, returns)
+        self.trips = 0  # round trips made (requests, background leases, reports)
         self.waited = 0  # of those, the ones a request waited for
         self._tokens: dict[str, _Token] = {}
-        self._leased: set[str] = set()  # keys holding chunks: what the sweeper looks at
-        self._returns: dict[str, float] = {}
+        self._leased: set[str] = set()  # keys holding chunks or a report: what the sweeper looks at
         self._sweeper: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
 
     async def acquire(self, key: str, cost: float = 1.0) -> float:
         """0.0 when ``cost`` tokens were taken for ``key`` (from a lease, or from Redis), else the seconds to
@@ -139,43 +166,49 @@ class Leases:
         want = self._want(held, now) if now - held.trip < LEASE_SECONDS else 0
         held.trip, held.spent = now, 0.0
         self.waited += 1
-        wait, extra = await self._trip(key, cost, want)
+        wait = await self._trip(key, held, cost, want)
         if not wait:
             held.spent += cost
-        if extra:
-            self._add(key, held, extra)
         return wait
 
     async def aclose(self) -> None:
-        """Stop sweeping and put every unspent leased token back (best effort: Redis may be gone)."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
-        for task in list(self._tasks):
+        """Stop sweeping and leasing; report every lease as done, its unspent tokens back (best effort)."""
+        self._closed = True
+        tasks = [task for task in (self._sweeper, *self._tasks) if task is not None]
+        for task in tasks:
             task.cancel()
-        self._sweep(float("inf"))
-        await self._give_back()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, redis.RedisError):
+                await task
+        self._sweeper = None
+        await self._report(float("inf"))
 
     # -- inside ----------------------------------------------------------------------------------------
-    async def _trip(self, key: str, cost: float, want: int) -> tuple[float, int]:
+    async def _trip(self, key: str, held: _Token, cost: float, want: int) -> float:
+        """One round trip for ``key``: take ``cost``, lend up to ``want``, report what is done. A report whose trip
+        failed is not sent again (it may have been applied): its tokens stay counted as lent."""
+        done, unspent = held.done, held.unspent
+        held.done = held.unspent = 0.0
+        held.inflight += 1
         self.trips += 1
-        wait, extra = await self.client.evalsha([self.prefix + key], [self.rate_arg, self.burst, repr(float(cost)),
-                                                                      want], LEASE_SCRIPT)
-        return float(wait), int(extra)
+        asked = time.monotonic()
+        try:
+            wait, extra = await self.client.evalsha([self.prefix + key], [
+                self.rate_arg, self.burst, repr(float(cost)), want, repr(done), repr(unspent)], LEASE_SCRIPT)
+        finally:
+            held.inflight -= 1
+        if int(extra):
+            self._add(key, held, int(extra), asked + LEASE_SECONDS)
+        return float(wait)
 
     def _spend(self, key: str, held: _Token, cost: float, now: float) -> bool:
-        chunks = held.chunks
-        while chunks and chunks[0][1] <= now:  # too old to spend: back to the bucket
-            gone = chunks.popleft()[0]
-            held.total -= gone
-            self._give(key, gone)
+        self._expire(key, held, now)
         if held.total < cost:
             return False
         held.total -= cost
         held.spent += cost
         left = cost
+        chunks = held.chunks
         for chunk in chunks:
             taken = min(chunk[0], left)
             chunk[0] -= taken
@@ -183,14 +216,27 @@ class Leases:
             if left <= 0:
                 break
         while chunks and chunks[0][0] <= 0:
-            chunks.popleft()
+            held.done += chunks.popleft()[2]
         return True
 
-    def _add(self, key: str, held: _Token, tokens: int) -> None:
-        held.chunks.append([float(tokens), time.monotonic() + LEASE_SECONDS])
+    def _expire(self, key: str, held: _Token, now: float) -> None:
+        """Chunks past their spend-by time are done with; what is left in them goes back."""
+        chunks = held.chunks
+        while chunks and chunks[0][1] <= now:
+            left, _, size = chunks.popleft()
+            held.total -= left
+            held.done += size
+            held.unspent += left
+        if not chunks:
+            held.total = 0.0
+        if held.done:
+            self._leased.add(key)
+
+    def _add(self, key: str, held: _Token, tokens: int, spend_by: float) -> None:
+        held.chunks.append([float(tokens), spend_by, float(tokens)])
         held.total += tokens
         self._leased.add(key)
-        if self._sweeper is None:
+        if self._sweeper is None and not self._closed:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_loop(), name="rate-limit-leases")
 
     async def _refill(self, key: str, held: _Token) -> None:
@@ -198,9 +244,7 @@ class Leases:
             now = time.monotonic()
             want = self._want(held, now)
             held.trip, held.spent = now, 0.0
-            _, extra = await self._trip(key, 0.0, want)
-            if extra:
-                self._add(key, held, extra)
+            await self._trip(key, held, 0.0, want)
         except redis.RedisError:
             pass  # the next request that finds no lease asks Redis itself, and reports it
         finally:
@@ -212,42 +256,40 @@ class Leases:
         held.want = min(self.max_lease, max(1, math.ceil(pace * LEASE_SECONDS * LEASE_FILL)))
         return held.want
 
-    def _give(self, key: str, tokens: float) -> None:
-        if tokens > 0:
-            self._returns[key] = self._returns.get(key, 0.0) + tokens
-
-    def _sweep(self, now: float) -> None:
-        """Chunks too old to spend go back to the bucket."""
+    async def _report(self, now: float) -> None:
+        """Expire old chunks, and send the reports of keys no round trip is under way for (best effort)."""
+        due = []
         for key in list(self._leased):
             held = self._tokens.get(key)
-            chunks = held.chunks if held is not None else deque()
-            while chunks and chunks[0][1] <= now:
-                gone = chunks.popleft()[0]
-                self._give(key, gone)
-                if held is not None:
-                    held.total -= gone
-            if not chunks:
+            if held is None:
                 self._leased.discard(key)
+                continue
+            self._expire(key, held, now)
+            if held.done and not held.inflight:
+                due.append((key, held))
+            elif not held.chunks and not held.done:
+                self._leased.discard(key)
+        if due:
+            await asyncio.gather(*(self._trip(key, held, 0.0, 0) for key, held in due), return_exceptions=True)
 
     def _forget_idle(self, now: float) -> None:
-        """Keys not seen for :data:`IDLE_SECONDS` and holding nothing are forgotten."""
-        self._sweep(now)
-        for key, held in list(self._tokens.items()):
-            if not held.chunks and not held.refilling and now - held.trip > IDLE_SECONDS:
-                del self._tokens[key]
+        """Forget keys that hold nothing: the idle ones, or — when they are all recent — every one of them."""
+        def forgettable(held: _Token) -> bool:
+            return not held.chunks and not held.done and not held.refilling and not held.inflight
 
-    async def _give_back(self) -> None:
-        returns, self._returns = self._returns, {}
-        if returns:
-            await asyncio.gather(*(self._trip(key, -tokens, 0) for key, tokens in returns.items()),
-                                 return_exceptions=True)  # tokens that cannot go back are lost: fewer, not more
+        for key, held in list(self._tokens.items()):
+            if forgettable(held) and now - held.trip > IDLE_SECONDS:
+                del self._tokens[key]
+        if len(self._tokens) >= MAX_KEYS // 2:  # so that the next scan is MAX_KEYS / 2 new keys away
+            for key, held in list(self._tokens.items()):
+                if forgettable(held):
+                    del self._tokens[key]
 
     async def _sweep_loop(self) -> None:
         try:
-            while self._leased or self._returns:
+            while self._leased and not self._closed:
                 await asyncio.sleep(LEASE_SECONDS)
-                self._sweep(time.monotonic())
-                await self._give_back()
+                await self._report(time.monotonic())
         finally:
             if self._sweeper is asyncio.current_task():
                 self._sweeper = None

@@ -8,7 +8,8 @@ own (``TIME``), so processes on hosts with skewed clocks still share one bucket 
 expires once it would have refilled completely — a fresh bucket behaves the same — so Redis holds only
 the tokens in use.
 
-Redis not answering is never a pass: the request gets ``503 rate_limiter_unavailable`` (fail closed)
+Redis not answering is never a pass: a request that needs it gets ``503 rate_limiter_unavailable`` (fail closed;
+tokens a process already holds on lease, :mod:`.redis_lease`, are still spent)
 and the operator one log line per outage, with the URL's password masked. The relay hot path's
 client is :class:`~hermes.toolgateway.storage.resp.LeanRedis` (one pipelined connection; ``redis.asyncio``
 for TLS URLs or URLs with options), the CLI's and other routes' is redis-py's synchronous one. A Redis that
@@ -17,8 +18,8 @@ answer are bounded by :data:`SOCKET_TIMEOUT` (0.5 s), and a timeout is not retri
 only for a dropped connection — Redis restarted).
 
 A serving process on such a URL needs even that round trip less often: the revocation version is pushed
-to it (:mod:`.redis_watch`) and a token sending requests back to back spends tokens leased from its bucket
-a little ahead (:mod:`.redis_lease`, at most 0.1 s worth of the rate beyond the bucket).
+to it (:mod:`.redis_watch`) and a token sending requests back to back spends tokens its bucket lent a little
+ahead (:mod:`.redis_lease`; the bucket counts what it lent, so it never allows more than before).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from hermes.errors import ConfigError
 from hermes.toolgateway.storage.base import StorageUnavailable, mask_url, scrub
 from hermes.toolgateway.storage.ratelimit import RateLimiter
 from hermes.toolgateway.storage.redis_lease import REFILL, STORE, Leases
-from hermes.toolgateway.storage.redis_watch import AUTH_VERSION_KEY, BUMP, CHANNEL, VersionWatch, ack_key, wait_for_acks
+from hermes.toolgateway.storage.redis_watch import AUTH_VERSION_KEY, BUMP, CHANNEL, VersionWatch, wait_for_acks
 from hermes.toolgateway.storage.resp import LeanRedis, lean_url_supported
 
 log = logging.getLogger("hermes.toolgateway")
@@ -59,7 +60,10 @@ return {{wait, redis.call('GET', KEYS[2]) or '0'}}
 """
 
 #: KEYS[1] the bucket; ARGV rate (tokens/s), burst, cost. Returns the seconds to wait ("0" when taken).
-TOKEN_BUCKET = REFILL + """
+TOKEN_BUCKET = """
+local done = 0
+local unspent = 0
+""" + REFILL + """
 local cost = tonumber(ARGV[3])
 local wait = 0
 if tokens >= cost then
@@ -167,13 +171,10 @@ class RedisRateLimiter:
 
     def bump_auth_version(self) -> None:
         """Make every process's cached token and user rows stale (a revocation, a disabled user, a new plan):
-        raise the version, publish it, and return once every subscribed process applied it (:mod:`.redis_watch`)."""
+        raise the version, publish it, and return once every subscribed process applied it (:mod:`.redis_watch`;
+        a serving process calls this off its event loop, which acknowledges too)."""
         try:
             version, receivers = (int(v) for v in self._bump(keys=[AUTH_VERSION_KEY], args=[CHANNEL]))
-            watch = self.watch
-            if watch is not None and watch.subscribed:  # this process: its rows are forgotten already
-                watch.applied(version)
-                self._client.sadd(ack_key(version), watch.id)
         except redis.RedisError as exc:
             raise self._unavailable(exc) from None
         if receivers:

@@ -9,9 +9,11 @@ request's Redis round trip made revocation exact, and cost the round trip. Inste
   subscribers received it;
 * each gateway process keeps a subscription (:class:`VersionWatch`) and takes a published version as its
   own at once, then **acknowledges** it (its id added to a per-version set in Redis);
-* the change returns only when as many processes as received the message have acknowledged it (at most
-  :data:`ACK_WAIT` seconds; the process making it counts itself) — so when ``tokens revoke`` returns,
-  every serving process refuses the token on its next request, as before.
+* the change returns only when as many processes as were subscribed to the channel have acknowledged
+  it (at most :data:`ACK_WAIT` seconds) — so when ``tokens revoke`` returns, every serving process
+  refuses the token on its next request, as before. A serving process making a change itself (a portal
+  route) waits in a worker thread, so that its own loop goes on and acknowledges too
+  (:meth:`~hermes.toolgateway.services.Gateway.changes_applied`).
 
 While a process's subscription is not in place (starting, reconnecting: it is retried every
 :data:`RECONNECT_DELAY` seconds), :attr:`VersionWatch.live` is False and its requests read the version in
@@ -49,10 +51,13 @@ ACK_WAIT = 1.0
 HEARTBEAT = 1.0
 RECONNECT_DELAY = 0.5
 
-#: KEYS[1] the version; ARGV[1] the channel. Returns {new version, subscribers that received it}.
+#: KEYS[1] the version; ARGV[1] the channel. Returns {new version, subscribers that received it}: those of the
+#: channel itself (gateway processes), not pattern subscribers (a monitoring ``PSUBSCRIBE *`` does not acknowledge)
 BUMP = """
 local version = redis.call('INCR', KEYS[1])
-return {version, redis.call('PUBLISH', ARGV[1], version)}
+local receivers = redis.call('PUBSUB', 'NUMSUB', ARGV[1])[2]
+redis.call('PUBLISH', ARGV[1], version)
+return {version, receivers}
 """
 #: KEYS[1] the version's acknowledgement set; ARGV[1] the process, ARGV[2] the set's lifetime (ms)
 ACK = Script("""
@@ -91,10 +96,11 @@ def wait_for_acks(client: redis.Redis, version: int, receivers: int, label: str)
 class VersionWatch:
     """This process's subscription to the revocation version (see the module docstring)."""
 
-    def __init__(self, url: str, client: LeanRedis, timeout: float) -> None:
+    def __init__(self, url: str, client: LeanRedis, timeout: float, *, heartbeat: float = HEARTBEAT) -> None:
         self.options = parse_url(url)
         self.client = client
         self.timeout = timeout
+        self.heartbeat = heartbeat
         self.id = secrets.token_hex(8)
         #: the latest version seen; read by every relayed request while :attr:`live`
         self.version = 0
@@ -102,6 +108,7 @@ class VersionWatch:
         self.live = False
         #: subscribed (a published version reaches this process, and counts it as a receiver)
         self.subscribed = False
+        self._messages = 0  # versions received: a read of the version sent before one of them is older than it
         self._task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -118,10 +125,6 @@ class VersionWatch:
                 with contextlib.suppress(asyncio.CancelledError, redis.RedisError):
                     await task
         self._task = None
-
-    def applied(self, version: int) -> None:
-        """A version this process raised itself (its own cached rows were already forgotten)."""
-        self.version = version
 
     # -- inside ----------------------------------------------------------------------------------------
     async def _run(self) -> None:
@@ -141,13 +144,15 @@ class VersionWatch:
                 self.live = True
                 while not lost.is_set():
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(lost.wait(), HEARTBEAT)
+                        await asyncio.wait_for(lost.wait(), self.heartbeat)
                     if lost.is_set():
                         break
                     await conn.call(self.timeout, b"PING")  # a silent connection times out, and is dropped
                     await self._read_version()
             except (redis.RedisError, OSError) as exc:
                 log.debug("the revocation version's subscription is down (%s); retrying", type(exc).__name__)
+            except Exception:  # never the end of the watch: requests read the version themselves meanwhile
+                log.exception("the revocation version's subscription failed; retrying")
             finally:
                 self.live = self.subscribed = False
                 if conn is not None:
@@ -155,13 +160,19 @@ class VersionWatch:
             await asyncio.sleep(RECONNECT_DELAY)
 
     async def _read_version(self) -> None:
-        self.version = int(await self.client.call(b"GET", AUTH_VERSION_KEY) or 0)
+        """The stored version — unless a published one arrived while it was read: that one is newer (Redis may
+        have answered the read before raising the version, and sent the two replies in either order)."""
+        messages = self._messages
+        version = int(await self.client.call(b"GET", AUTH_VERSION_KEY) or 0)
+        if self._messages == messages:
+            self.version = version
 
     def _message(self, channel: bytes, payload: bytes) -> None:
         try:
             version = int(payload)
         except ValueError:
             return
+        self._messages += 1
         self.version = version  # a lower one (Redis restarted) makes the cache forget everything: still safe
         task = asyncio.get_running_loop().create_task(self._ack(version))
         self._tasks.add(task)
