@@ -13,7 +13,7 @@ import time
 import redis
 
 from fakes.pg_redis import RedisServer
-from hermes.toolgateway.storage.redis_lease import LEASE_SECONDS, Leases
+from hermes.toolgateway.storage.redis_lease import LEASE_SCRIPT, LEASE_SECONDS, SLOT_SECONDS, Leases
 from hermes.toolgateway.storage.resp import LeanRedis
 
 
@@ -65,15 +65,18 @@ def test_two_processes_hammering_one_bucket_stay_within_it(own_redis: RedisServe
     assert sum(attempts) > len(admitted) > rate  # the bucket was the limit: requests were refused
 
 
-#: the bucket refilled to now, without changing it: min(burst - lent, tokens + elapsed * rate)
+#: the bucket refilled to now, without changing it: min(burst - lent in the live slots, tokens + elapsed * rate)
 READ_BUCKET = """
-local s = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 'lent')
+local s = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 's1', 'l1', 's0', 'l0')
 local c = redis.call('TIME')
 local now = tonumber(c[1]) + tonumber(c[2]) / 1000000
-local tokens, last, lent = tonumber(s[1]), tonumber(s[2]), tonumber(s[3]) or 0
+local slot = math.floor(now / tonumber(ARGV[3]))
+local tokens, last = tonumber(s[1]), tonumber(s[2])
 if tokens == nil then return ARGV[2] end
-local cap = tonumber(ARGV[2]) - lent
-return string.format('%.6f', math.min(cap, tokens + math.max(0, now - last) * tonumber(ARGV[1])))
+local lent = 0
+if (tonumber(s[3]) or -1) >= slot - 1 then lent = lent + tonumber(s[4]) end
+if (tonumber(s[5]) or -1) >= slot - 1 then lent = lent + tonumber(s[6]) end
+return string.format('%.6f', math.min(tonumber(ARGV[2]) - lent, tokens + math.max(0, now - last) * tonumber(ARGV[1])))
 """
 
 
@@ -110,7 +113,7 @@ def test_what_the_bucket_holds_and_what_it_lent_never_exceed_its_burst(own_redis
         while time.monotonic() < until:
             await asyncio.sleep(0.002)
             held = sum(one._tokens["fay"].total for one in group if "fay" in one._tokens)
-            most = max(most, float(read(keys=[prefix + "fay"], args=[rate, burst])) + held)
+            most = max(most, float(read(keys=[prefix + "fay"], args=[rate, burst, SLOT_SECONDS])) + held)
         stop.set()
         await asyncio.gather(*tasks)
         assert sum(one.trips - one.waited for one in group) > 50  # leases were taken and reported back
@@ -203,3 +206,30 @@ def test_a_refusal_is_redis_answer_with_its_wait(own_redis: RedisServer) -> None
     # a bucket of 4 shared by both: leases never take more than half of what is left, so it is not split early
     assert waits[:4] == [0.0] * 4
     assert all(50 < w <= 100 for w in waits[4:]), waits  # about 1 / 0.01 s for the next token
+
+
+def test_tokens_lent_to_a_process_that_never_reports_are_counted_for_a_second_at_most(
+        own_redis: RedisServer) -> None:
+    """Leases whose holder never reports them (it died; the reply of a trip Redis ran never arrived) stop
+    counting once their slot is old — even while the token keeps taking leases of its own: a client under the
+    rate gets every request again."""
+    prefix = f"t{secrets.token_hex(4)}:"
+    plain = redis.Redis.from_url(own_redis.url)
+    lease = plain.register_script(LEASE_SCRIPT.text.decode())
+    for _ in range(3):  # lent, and never reported back
+        lease(keys=[prefix + "gus"], args=["10.0", 20, "0.0", 5])
+
+    async def main() -> list[int]:
+        limiter = leases(own_redis, 10.0, 20, prefix)
+        admitted = []
+        for _ in range(3):  # 15 requests back to back every 1.9 s: under the rate of 10 a second
+            await asyncio.sleep(1.9)
+            admitted.append(sum([await limiter.acquire("gus") == 0.0 for _ in range(15)]))
+        await limiter.aclose()
+        limiter.client.close()
+        return admitted
+
+    try:
+        assert asyncio.run(main()) == [15, 15, 15]
+    finally:
+        plain.close()

@@ -21,7 +21,7 @@ from fakes.pg_redis import RedisServer
 from hermes.toolgateway.config import load_config
 from hermes.toolgateway.services import Gateway
 from hermes.toolgateway.storage.redis_limiter import RedisRateLimiter
-from hermes.toolgateway.storage.redis_watch import ACK_WAIT, AUTH_VERSION_KEY, CHANNEL, VersionWatch
+from hermes.toolgateway.storage.redis_watch import ACK_WAIT, AUTH_VERSION_KEY, VersionWatch, channel_for
 from hermes.toolgateway.storage.resp import LeanRedis
 
 
@@ -73,6 +73,7 @@ def test_a_change_returns_once_every_watching_process_applied_it(own_redis: Redi
     assert monitor.get_message(timeout=5)["type"] == "psubscribe"
     cli = RedisRateLimiter(own_redis.url, 0.0, 0)  # the CLI: no subscription of its own
     a, b = Serving(own_redis.url), Serving(own_redis.url)
+    elsewhere = Serving(own_redis.url.rsplit("/", 1)[0] + "/1")  # another deployment, database 1 of the server
     try:
         for _ in range(5):
             started = time.monotonic()
@@ -83,9 +84,11 @@ def test_a_change_returns_once_every_watching_process_applied_it(own_redis: Redi
         before = evalsha_calls(plain)
         assert a.run(a.limiter.acquire_and_version("k")) == (0.0, stored_version(plain))
         assert evalsha_calls(plain) == before
+        assert elsewhere.version == 0  # neither told of database 0's changes nor waited for
     finally:
         a.close()
         b.close()
+        elsewhere.close()
         cli.close()
         monitor.close()
         plain.close()
@@ -95,7 +98,7 @@ def test_a_subscriber_that_does_not_acknowledge_holds_a_change_at_most_ack_wait(
         own_redis: RedisServer, caplog: pytest.LogCaptureFixture) -> None:
     plain = redis.Redis.from_url(own_redis.url)
     silent = plain.pubsub()
-    silent.subscribe(CHANNEL)  # receives, never acknowledges (a process that stopped)
+    silent.subscribe(channel_for(own_redis.url))  # receives, never acknowledges (a process that stopped)
     assert silent.get_message(timeout=5)["type"] == "subscribe"
     cli = RedisRateLimiter(own_redis.url, 0.0, 0)
     a = Serving(own_redis.url)

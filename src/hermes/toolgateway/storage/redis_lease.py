@@ -10,19 +10,20 @@ never more than half of what the bucket holds after the request's own cost — s
 emptied into one process. A token that comes back only now and then takes no lease: one exact round
 trip a request.
 
-The bucket keeps count of what it lent (``lent``, beside ``tokens``): it refills only up to
-``burst - lent``, so what it holds and what is out on lease together never exceed ``burst``. Each
-process reports back, with its next round trip for that token (or the sweeper's, every
-:data:`LEASE_SECONDS`), the leases it is done with — spent, or not spent within :data:`LEASE_SECONDS`
-of being asked for — and the tokens left in them, which go back into the bucket. So, whatever the
-number of processes, the requests let through over any stretch of time are at most what the bucket
-itself allows (``burst`` plus the rate times the stretch): a report that is lost (Redis did not
-answer) leaves tokens counted as lent — fewer requests, never more — until no lease of that token was
-taken for :data:`LENT_STALE` seconds, when every lease is long over and the count is dropped. A refusal
-and its ``Retry-After`` are still the script's; a request can be refused for at most about
-:data:`LEASE_SECONDS` while another process holds unspent tokens of the same bucket. Tokens already
-leased are spent even when Redis stops answering meanwhile (at most :data:`LEASE_SECONDS` of them);
-every request that needs Redis then gets ``503``.
+The bucket keeps count of what it lent, by the half second it was lent in (``lent`` of the current
+and the previous slot of :data:`SLOT_SECONDS`, beside ``tokens``): it refills only up to ``burst`` minus
+what it lent, so what it holds and what is out on lease together never exceed ``burst``. Each process
+reports, with its next round trip for that token (or the sweeper's, every :data:`LEASE_SECONDS`), the
+leases it is done with — spent, or not spent within :data:`LEASE_SECONDS` of being asked for — by
+slot, and the tokens left in them, which go back into the bucket. A lease is over long before its slot
+is two slots old, so an older slot's count is dropped, and a report for it (late, or sent again) is
+ignored. So, whatever the number of processes, the requests let through over any stretch of time are
+at most what the bucket itself allows (``burst`` plus the rate times the stretch); a report that is
+lost (Redis did not answer, a process died) leaves its tokens counted as lent for at most a second —
+fewer requests, never more. A refusal and its ``Retry-After`` are still the script's; a request can be
+refused while other processes hold unspent tokens of the same bucket (for about :data:`LEASE_SECONDS`).
+Tokens already leased are spent even when Redis stops answering meanwhile (at most
+:data:`LEASE_SECONDS` of them); every request that needs Redis then gets ``503``.
 """
 
 from __future__ import annotations
@@ -50,49 +51,66 @@ LEASE_FILL = 0.75
 IDLE_SECONDS = 1.0
 #: keys kept in memory before the idle ones are forgotten
 MAX_KEYS = 10_000
-#: seconds without a new lease after which a bucket's count of lent tokens is dropped (every lease is over)
-LENT_STALE = 2
+#: lent tokens are counted by the slot of this many seconds they were lent in; a slot two slots old is dropped
+#: (longer than any lease lives: LEASE_SECONDS from when it was asked for)
+SLOT_SECONDS = 0.5
 
-#: the bucket refilled to now, after the caller's report (``done``: tokens of leases it is done with, of which
-#: ``unspent`` go back); what it holds never exceeds ``burst - lent``. Defines ``tokens``, ``lent``, ``now`` …
+#: the bucket refilled to now, after the caller's reports (ARGV from ``first``: slot, tokens of leases lent in
+#: it the caller is done with, of them unspent — which go back); it never holds more than ``burst`` minus what
+#: it lent in this slot and the previous one. Defines ``tokens``, ``now``, ``slot`` and the slots' counts.
 REFILL = """
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 'lent', 'lent_ts')
+local slot = math.floor(now / SLOT_SECONDS)
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts', 's1', 'l1', 's0', 'l0')
 local tokens = tonumber(state[1])
 local last = tonumber(state[2])
-local lent = tonumber(state[3]) or 0
-local lent_ts = tonumber(state[4]) or 0
+local s1, l1 = tonumber(state[3]) or -1, tonumber(state[4]) or 0
+local s0, l0 = tonumber(state[5]) or -1, tonumber(state[6]) or 0
 if tokens == nil or last == nil then
-  tokens = burst
-  last = now
-  lent = 0
+  tokens, last, s1, l1, s0, l0 = burst, now, -1, 0, -1, 0
 end
-if now - lent_ts > LENT_STALE then
-  lent = 0
+if s1 < slot then
+  if s1 == slot - 1 then
+    s0, l0 = s1, l1
+  else
+    s0, l0 = -1, 0
+  end
+  s1, l1 = slot, 0
 end
-lent = math.max(0, lent - done)
-tokens = tokens + unspent
+if s0 < slot - 1 then
+  s0, l0 = -1, 0
+end
+for i = first, #ARGV - 2, 3 do
+  local at = tonumber(ARGV[i])
+  if at == s1 then
+    l1 = math.max(0, l1 - tonumber(ARGV[i + 1]))
+    tokens = tokens + tonumber(ARGV[i + 2])
+  elseif at == s0 then
+    l0 = math.max(0, l0 - tonumber(ARGV[i + 1]))
+    tokens = tokens + tonumber(ARGV[i + 2])
+  end
+end
 if now > last then
   tokens = tokens + (now - last) * rate
 end
-tokens = math.min(burst - lent, tokens)
-""".replace("LENT_STALE", str(LENT_STALE))
+tokens = math.min(burst - l1 - l0, tokens)
+""".replace("SLOT_SECONDS", repr(SLOT_SECONDS))
 
 #: writes the bucket back; it expires once it would have refilled completely (lent tokens included)
 STORE = """
 redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.6f', now),
-           'lent', string.format('%.17g', lent), 'lent_ts', string.format('%.6f', lent_ts))
+           's1', s1, 'l1', string.format('%.17g', l1), 's0', s0, 'l0', string.format('%.17g', l0))
 redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
 """
 
-#: KEYS[1] the bucket; ARGV rate, burst, cost, want, done, unspent. Takes ``cost`` and lends up to ``want`` more
-#: (never more than half of what is left). Returns {seconds to wait ("0" when taken), tokens lent}.
+#: KEYS[1] the bucket; ARGV rate, burst, cost, want, then reports (slot, done, unspent)…. Takes ``cost`` and lends up
+#: to ``want`` more (never more than half of what is left). Returns {seconds to wait ("0" when taken), tokens lent,
+#: the slot they were lent in}.
 LEASE = """
-local done = tonumber(ARGV[5])
-local unspent = tonumber(ARGV[6])
+local first = 5
 """ + REFILL + """
 local cost = tonumber(ARGV[3])
 local wait = 0
@@ -100,29 +118,26 @@ local extra = 0
 if tokens >= cost then
   extra = math.max(0, math.min(tonumber(ARGV[4]), math.floor((tokens - cost) / 2)))
   tokens = tokens - cost - extra
-  if extra > 0 then
-    lent = lent + extra
-    lent_ts = now
-  end
+  l1 = l1 + extra
 else
   wait = (cost - tokens) / rate
 end
 """ + STORE + """
-return {string.format('%.17g', wait), extra}
+return {string.format('%.17g', wait), extra, s1}
 """
 LEASE_SCRIPT = Script(LEASE)
 
 
 class _Token:
-    """One rate-limit key's leases: chunks of [tokens left, spend-by time, size], oldest first."""
+    """One rate-limit key's leases: chunks of [tokens left, spend-by time, size, slot lent in], oldest first."""
 
-    __slots__ = ("chunks", "done", "inflight", "refilling", "spent", "total", "trip", "unspent", "want")
+    __slots__ = ("chunks", "inflight", "refilling", "report", "spent", "total", "trip", "want")
 
     def __init__(self) -> None:
         self.chunks: deque[list[float]] = deque()
         self.total = 0.0  # tokens left in the chunks
-        self.done = 0.0  # to report: the size of the leases this process is done with ...
-        self.unspent = 0.0  # ... and the tokens left in them
+        #: to report, by slot: [the size of the leases this process is done with, the tokens left in them]
+        self.report: dict[int, list[float]] = {}
         self.spent = 0.0  # tokens this key's requests took since its last round trip (theirs included)
         self.trip = -IDLE_SECONDS  # when this key last went to Redis (monotonic)
         self.want = 0  # the size of its last lease
@@ -156,14 +171,14 @@ class Leases:
             if len(self._tokens) >= MAX_KEYS:
                 self._forget_idle(now)
             held = self._tokens[key] = _Token()
-        elif held.total >= cost and self._spend(key, held, cost, now):
-            if not held.refilling and (held.total < held.want / 2 or not held.chunks
-                                       or held.chunks[-1][1] - now < LEASE_SECONDS / 2):
+        elif held.total >= cost and self._spend(key, held, cost, now):  # (only leases taken before a close)
+            if not held.refilling and not self._closed and (held.total < held.want / 2 or not held.chunks
+                                                            or held.chunks[-1][1] - now < LEASE_SECONDS / 2):
                 held.refilling = True  # running low, or the newest lease is half gone: the next one now
                 self._spawn(self._refill(key, held))
             return 0.0
         # a lease only for a key that came back within LEASE_SECONDS: one request now and then stays exact
-        want = self._want(held, now) if now - held.trip < LEASE_SECONDS else 0
+        want = self._want(held, now) if now - held.trip < LEASE_SECONDS and not self._closed else 0
         held.trip, held.spent = now, 0.0
         self.waited += 1
         wait = await self._trip(key, held, cost, want)
@@ -172,33 +187,35 @@ class Leases:
         return wait
 
     async def aclose(self) -> None:
-        """Stop sweeping and leasing; report every lease as done, its unspent tokens back (best effort)."""
+        """Stop sweeping and leasing; report every lease as done, its unspent tokens back (best effort). Leases
+        being asked for are waited for (each round trip is bounded), so that they are reported too."""
         self._closed = True
-        tasks = [task for task in (self._sweeper, *self._tasks) if task is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, redis.RedisError):
-                await task
-        self._sweeper = None
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
         await self._report(float("inf"))
 
     # -- inside ----------------------------------------------------------------------------------------
     async def _trip(self, key: str, held: _Token, cost: float, want: int) -> float:
         """One round trip for ``key``: take ``cost``, lend up to ``want``, report what is done. A report whose trip
-        failed is not sent again (it may have been applied): its tokens stay counted as lent."""
-        done, unspent = held.done, held.unspent
-        held.done = held.unspent = 0.0
+        failed is not sent again (it may have been applied): its tokens stay counted as lent until its slot ends."""
+        args: list[str | int | float] = [self.rate_arg, self.burst, repr(float(cost)), want]
+        for slot, (done, unspent) in held.report.items():
+            args += [slot, repr(done), repr(unspent)]
+        held.report = {}
         held.inflight += 1
         self.trips += 1
         asked = time.monotonic()
         try:
-            wait, extra = await self.client.evalsha([self.prefix + key], [
-                self.rate_arg, self.burst, repr(float(cost)), want, repr(done), repr(unspent)], LEASE_SCRIPT)
+            wait, extra, slot = await self.client.evalsha([self.prefix + key], args, LEASE_SCRIPT)
         finally:
             held.inflight -= 1
         if int(extra):
-            self._add(key, held, int(extra), asked + LEASE_SECONDS)
+            self._add(key, held, int(extra), asked + LEASE_SECONDS, int(slot))
         return float(wait)
 
     def _spend(self, key: str, held: _Token, cost: float, now: float) -> bool:
@@ -216,24 +233,28 @@ class Leases:
             if left <= 0:
                 break
         while chunks and chunks[0][0] <= 0:
-            held.done += chunks.popleft()[2]
+            _, _, size, slot = chunks.popleft()
+            self._done(key, held, int(slot), size, 0.0)
         return True
 
     def _expire(self, key: str, held: _Token, now: float) -> None:
         """Chunks past their spend-by time are done with; what is left in them goes back."""
         chunks = held.chunks
         while chunks and chunks[0][1] <= now:
-            left, _, size = chunks.popleft()
+            left, _, size, slot = chunks.popleft()
             held.total -= left
-            held.done += size
-            held.unspent += left
+            self._done(key, held, int(slot), size, left)
         if not chunks:
             held.total = 0.0
-        if held.done:
-            self._leased.add(key)
 
-    def _add(self, key: str, held: _Token, tokens: int, spend_by: float) -> None:
-        held.chunks.append([float(tokens), spend_by, float(tokens)])
+    def _done(self, key: str, held: _Token, slot: int, size: float, left: float) -> None:
+        entry = held.report.setdefault(slot, [0.0, 0.0])
+        entry[0] += size
+        entry[1] += left
+        self._leased.add(key)
+
+    def _add(self, key: str, held: _Token, tokens: int, spend_by: float, slot: int) -> None:
+        held.chunks.append([float(tokens), spend_by, float(tokens), float(slot)])
         held.total += tokens
         self._leased.add(key)
         if self._sweeper is None and not self._closed:
@@ -265,9 +286,9 @@ class Leases:
                 self._leased.discard(key)
                 continue
             self._expire(key, held, now)
-            if held.done and not held.inflight:
+            if held.report and not held.inflight:
                 due.append((key, held))
-            elif not held.chunks and not held.done:
+            elif not held.chunks and not held.report:
                 self._leased.discard(key)
         if due:
             await asyncio.gather(*(self._trip(key, held, 0.0, 0) for key, held in due), return_exceptions=True)
@@ -275,7 +296,7 @@ class Leases:
     def _forget_idle(self, now: float) -> None:
         """Forget keys that hold nothing: the idle ones, or — when they are all recent — every one of them."""
         def forgettable(held: _Token) -> bool:
-            return not held.chunks and not held.done and not held.refilling and not held.inflight
+            return not held.chunks and not held.report and not held.refilling and not held.inflight
 
         for key, held in list(self._tokens.items()):
             if forgettable(held) and now - held.trip > IDLE_SECONDS:

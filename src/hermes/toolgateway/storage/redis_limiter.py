@@ -35,7 +35,7 @@ from hermes.errors import ConfigError
 from hermes.toolgateway.storage.base import StorageUnavailable, mask_url, scrub
 from hermes.toolgateway.storage.ratelimit import RateLimiter
 from hermes.toolgateway.storage.redis_lease import REFILL, STORE, Leases
-from hermes.toolgateway.storage.redis_watch import AUTH_VERSION_KEY, BUMP, CHANNEL, VersionWatch, wait_for_acks
+from hermes.toolgateway.storage.redis_watch import AUTH_VERSION_KEY, BUMP, VersionWatch, channel_for, wait_for_acks
 from hermes.toolgateway.storage.resp import LeanRedis, lean_url_supported
 
 log = logging.getLogger("hermes.toolgateway")
@@ -61,8 +61,7 @@ return {{wait, redis.call('GET', KEYS[2]) or '0'}}
 
 #: KEYS[1] the bucket; ARGV rate (tokens/s), burst, cost. Returns the seconds to wait ("0" when taken).
 TOKEN_BUCKET = """
-local done = 0
-local unspent = 0
+local first = #ARGV + 1
 """ + REFILL + """
 local cost = tonumber(ARGV[3])
 local wait = 0
@@ -174,7 +173,7 @@ class RedisRateLimiter:
         raise the version, publish it, and return once every subscribed process applied it (:mod:`.redis_watch`;
         a serving process calls this off its event loop, which acknowledges too)."""
         try:
-            version, receivers = (int(v) for v in self._bump(keys=[AUTH_VERSION_KEY], args=[CHANNEL]))
+            version, receivers = (int(v) for v in self._bump(keys=[AUTH_VERSION_KEY], args=[channel_for(self.url)]))
         except redis.RedisError as exc:
             raise self._unavailable(exc) from None
         if receivers:

@@ -5,8 +5,8 @@ read under (:class:`~hermes.toolgateway.portal.auth.Authenticator`). Reading tha
 request's Redis round trip made revocation exact, and cost the round trip. Instead:
 
 * every change that must reach the caches (a revoked token, a disabled user, a new plan) raises the
-  version and **publishes** it on :data:`CHANNEL` in one script (:data:`BUMP`), which also says how many
-  subscribers received it;
+  version and **publishes** it (:func:`channel_for`: one channel per database) in one script
+  (:data:`BUMP`), which also says how many processes are subscribed;
 * each gateway process keeps a subscription (:class:`VersionWatch`) and takes a published version as its
   own at once, then **acknowledges** it (its id added to a per-version set in Redis);
 * the change returns only when as many processes as were subscribed to the channel have acknowledged
@@ -41,8 +41,14 @@ log = logging.getLogger("hermes.toolgateway")
 
 #: the counter raised by every change that must reach cached token and user rows at once
 AUTH_VERSION_KEY = "hermes:toolgateway:auth-version"
-#: where a raised version is published (a Pub/Sub channel: its own namespace, the key's name reads well)
+#: where a raised version is published: Pub/Sub channels are shared by every database of a Redis server, so the
+#: name carries the database number (``…:db0``)
 CHANNEL = AUTH_VERSION_KEY
+
+
+def channel_for(url: str) -> str:
+    """The revocation version's channel for the database of ``url``."""
+    return f"{CHANNEL}:db{int(parse_url(url).get('db') or 0)}"
 #: per-version sets of the processes that applied it
 ACK_PREFIX = AUTH_VERSION_KEY + ":ack:"
 ACK_TTL_MS = 60_000
@@ -101,6 +107,7 @@ class VersionWatch:
         self.client = client
         self.timeout = timeout
         self.heartbeat = heartbeat
+        self.channel = channel_for(url)
         self.id = secrets.token_hex(8)
         #: the latest version seen; read by every relayed request while :attr:`live`
         self.version = 0
@@ -136,7 +143,7 @@ class VersionWatch:
                 lost = asyncio.Event()
                 conn.on_message = self._message
                 conn.on_lost = lost.set
-                reply = await conn.call(self.timeout, b"SUBSCRIBE", CHANNEL)
+                reply = await conn.call(self.timeout, b"SUBSCRIBE", self.channel)
                 if not (isinstance(reply, list) and reply and reply[0] == b"subscribe"):
                     raise redis.ResponseError(f"unexpected reply to SUBSCRIBE: {reply!r:.80}")
                 self.subscribed = True

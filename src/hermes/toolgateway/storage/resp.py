@@ -15,7 +15,8 @@ exchange costs about 100 µs. This client does only what the hot path needs:
   :mod:`.redis_watch`;
 * the same failure contract as the client it replaces, in redis-py's exception types: connecting and
   each answer are bounded (``timeout``); a timeout is not retried and drops the connection (its
-  replies can no longer be matched); a dropped connection is retried once, at once, on a new one.
+  replies can no longer be matched: the other calls waiting on it fail as timeouts too, since Redis may
+  still run them); a dropped connection is retried once, at once, on a new one.
 """
 
 from __future__ import annotations
@@ -197,7 +198,9 @@ class _Connection(asyncio.Protocol):
             # the connection's later replies can no longer be matched to their calls: drop it (the other
             # waiting calls fail as a dropped connection; the next call connects anew)
             future.set_exception(redis.TimeoutError("Redis did not answer in time"))
-            self._fail(redis.ConnectionError("the connection to Redis was dropped after a timeout"))
+            # the other calls were sent and may yet run (a busy Redis): not retried, since a script must not
+            # run twice (a rate-limit take, a lease report)
+            self._fail(redis.TimeoutError("the connection to Redis was dropped after another call timed out"))
 
 
 class Script:
