@@ -5,6 +5,7 @@ a restart, a wrong password and a Redis that never answers."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -159,3 +160,28 @@ def test_pipelined_calls_on_uvloop(redis_server: RedisServer) -> None:
 
     replies = uvloop.run(main())
     assert [r[1] for r in replies] == [str(i).encode() for i in range(100)]
+
+
+def test_calls_behind_a_timed_out_one_are_not_sent_again(redis_server: RedisServer) -> None:
+    """A busy Redis (here a slow script of another client) answers no one in time: every waiting call fails as a
+    timeout, and none is sent again on a new connection — Redis runs each once when it is free."""
+    key = f"rs:busy:{time.monotonic_ns()}"
+    busy = redis.Redis.from_url(redis_server.url)
+    slow = threading.Thread(target=busy.eval, args=("local i = 0 while i < 100000000 do i = i + 1 end", 0))
+
+    async def main() -> list[object]:
+        client = LeanRedis(redis_server.url, COUNTER, timeout=0.3)
+        await client.evalsha([key], ["warm"])  # connected and the script loaded: 1
+        slow.start()
+        await asyncio.sleep(0.2)  # the script runs a second or more
+        outcomes = await asyncio.gather(*(client.evalsha([key], [str(i)]) for i in range(3)), return_exceptions=True)
+        client.close()
+        return list(outcomes)
+
+    try:
+        outcomes = run(main())
+        slow.join(30)
+        assert all(isinstance(o, redis.TimeoutError) for o in outcomes), outcomes
+        assert int(busy.get(key) or 0) == 4  # the first call and the three, each once
+    finally:
+        busy.close()
