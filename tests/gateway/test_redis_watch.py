@@ -33,11 +33,15 @@ class Serving:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.limiter = RedisRateLimiter(url, rate, burst)
-        self.run(self.limiter.start())
+        self.subscriptions = 0  # the cache would be forgotten this many times (Gateway: Authenticator.forget_rows)
+        self.run(self.limiter.start(self._subscribed))
         self.wait_live()
 
     def run(self, work: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(work, self.loop).result(10)
+
+    def _subscribed(self) -> None:
+        self.subscriptions += 1
 
     def wait_live(self, live: bool = True) -> None:
         deadline = time.monotonic() + 5
@@ -179,6 +183,7 @@ def test_while_the_subscription_is_down_requests_read_the_version_themselves(own
         assert evalsha_calls(plain) == before + 1
         a.wait_live(True)  # subscribed again (every half second), and the version read after subscribing
         assert a.version == stored_version(plain)
+        assert a.subscriptions == 2  # cached rows forgotten again: Redis may have restarted without its data
         cli.bump_auth_version()
         assert a.version == stored_version(plain)
     finally:

@@ -156,7 +156,7 @@ class Gateway:
             await self._start_sqlite_journal()
         start_limiter = getattr(self.limiter, "start", None)  # Redis: the pushed revocation version, leases
         if start_limiter is not None:
-            await start_limiter()
+            await start_limiter(self.auth.forget_rows)
         self._http = httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, connect=10.0),
             limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30.0),

@@ -25,6 +25,7 @@ ahead (:mod:`.redis_lease`; the bucket counts what it lent, so it never allows m
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -117,11 +118,12 @@ class RedisRateLimiter:
         self.watch: VersionWatch | None = None
         self.leases: Leases | None = None
 
-    async def start(self) -> None:
+    async def start(self, on_subscribed: Callable[[], None] = lambda: None) -> None:
         """In a serving process on a lean URL: subscribe to the revocation version, so that requests need
-        Redis only for the rate limit — and a busy token not even for that (leases)."""
+        Redis only for the rate limit — and a busy token not even for that (leases). ``on_subscribed`` is
+        called on every (re)subscription: whatever was cached may predate a Redis that restarted meanwhile."""
         if self._lean is not None and self.watch is None:
-            self.watch = VersionWatch(self.url, self._lean, SOCKET_TIMEOUT)
+            self.watch = VersionWatch(self.url, self._lean, SOCKET_TIMEOUT, on_subscribed=on_subscribed)
             self.watch.start()
             if self.enabled:
                 self.leases = Leases(self._lean, self.prefix, self.rate, self.burst)

@@ -18,7 +18,8 @@ request's Redis round trip made revocation exact, and cost the round trip. Inste
 While a process's subscription is not in place (starting, reconnecting: it is retried every
 :data:`RECONNECT_DELAY` seconds), :attr:`VersionWatch.live` is False and its requests read the version in
 their own round trip again; once subscribed it reads the version (after subscribing, so nothing published
-in between is missed), and again every :data:`HEARTBEAT` seconds beside a ``PING`` on the subscription,
+in between is missed; and the process forgets its cached rows, which a Redis restarted without its data
+could otherwise match again), and again every :data:`HEARTBEAT` seconds beside a ``PING`` on the subscription,
 which also finds a connection that went silent. A process that received a message but did not
 acknowledge in time (stopped, or its loop busy) is named in one warning; it applies the change when it
 runs again.
@@ -31,6 +32,7 @@ import contextlib
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -102,8 +104,12 @@ def wait_for_acks(client: redis.Redis, version: int, receivers: int, label: str)
 class VersionWatch:
     """This process's subscription to the revocation version (see the module docstring)."""
 
-    def __init__(self, url: str, client: LeanRedis, timeout: float, *, heartbeat: float = HEARTBEAT) -> None:
+    def __init__(self, url: str, client: LeanRedis, timeout: float, *, heartbeat: float = HEARTBEAT,
+                 on_subscribed: Callable[[], None] = lambda: None) -> None:
         self.options = parse_url(url)
+        #: called on every (re)subscription, before the version is read: a Redis that restarted without its
+        #: data counts from 0 again, and could reach the number cached rows were read under
+        self.on_subscribed = on_subscribed
         self.client = client
         self.timeout = timeout
         self.heartbeat = heartbeat
@@ -147,6 +153,7 @@ class VersionWatch:
                 if not (isinstance(reply, list) and reply and reply[0] == b"subscribe"):
                     raise redis.ResponseError(f"unexpected reply to SUBSCRIBE: {reply!r:.80}")
                 self.subscribed = True
+                self.on_subscribed()
                 await self._read_version()
                 self.live = True
                 while not lost.is_set():
