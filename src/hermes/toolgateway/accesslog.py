@@ -145,7 +145,7 @@ class LogSink:
     async def timed(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, logged: Scope) -> None:
         """Run ``app`` — one that puts the status it sends in ``scope["state"]["gw_status"]`` (a relay) — and log
         the request as ``logged`` (the scope the client sent: its path before the router's rewriting)."""
-        state = scope["state"]
+        state = scope.setdefault("state", {})
         started = time.perf_counter()
         try:
             await app(scope, receive, send)

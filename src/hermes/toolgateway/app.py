@@ -123,7 +123,6 @@ class RelayRouter:
             if sink is None:
                 await relay(scope, receive, send)
             elif type(relay).__call__ is Relay.__call__:  # it records the status it sends: no wrapped send
-                scope.setdefault("state", {})
                 await sink.timed(relay, scope, receive, send, sent)
             else:
                 await AccessLogMiddleware(relay, sink).logged(scope, receive, send, sent)

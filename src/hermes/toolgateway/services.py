@@ -111,19 +111,19 @@ class Gateway:
         must go on to acknowledge the change itself — which the route awaits (:meth:`changes_applied`)."""
         if self._auth is not None:
             self._auth.forget_rows()
-        if getattr(self.limiter, "bump_auth_version", None) is None:
+        bump: Callable[[], None] | None = getattr(self.limiter, "bump_auth_version", None)
+        if bump is None:
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            self._raise_auth_version()
+            self._raise_auth_version(bump)
             return
-        told = loop.run_in_executor(None, self._raise_auth_version)
+        told = loop.run_in_executor(None, self._raise_auth_version, bump)
         self._telling.add(told)
         told.add_done_callback(self._telling.discard)
 
-    def _raise_auth_version(self) -> None:
-        bump: Callable[[], None] = getattr(self.limiter, "bump_auth_version")  # noqa: B009 - not on every limiter
+    def _raise_auth_version(self, bump: Callable[[], None]) -> None:
         try:
             bump()
         except StorageUnavailable as exc:

@@ -119,8 +119,6 @@ class VersionWatch:
         self.version = 0
         #: subscribed and the version read since: requests may take :attr:`version` without asking Redis
         self.live = False
-        #: subscribed (a published version reaches this process, and counts it as a receiver)
-        self.subscribed = False
         self._messages = 0  # versions received: a read of the version sent before one of them is older than it
         self._task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -131,7 +129,7 @@ class VersionWatch:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="auth-version-watch")
 
     async def aclose(self) -> None:
-        self.live = self.subscribed = False
+        self.live = False
         for task in [self._task, *self._tasks]:
             if task is not None:
                 task.cancel()
@@ -152,7 +150,6 @@ class VersionWatch:
                 reply = await conn.call(self.timeout, b"SUBSCRIBE", self.channel)
                 if not (isinstance(reply, list) and reply and reply[0] == b"subscribe"):
                     raise redis.ResponseError(f"unexpected reply to SUBSCRIBE: {reply!r:.80}")
-                self.subscribed = True
                 self.on_subscribed()
                 await self._read_version()
                 self.live = True
@@ -168,7 +165,7 @@ class VersionWatch:
             except Exception:  # never the end of the watch: requests read the version themselves meanwhile
                 log.exception("the revocation version's subscription failed; retrying")
             finally:
-                self.live = self.subscribed = False
+                self.live = False
                 if conn is not None:
                     conn.close()
             await asyncio.sleep(RECONNECT_DELAY)
